@@ -1,0 +1,3 @@
+//! cuzk's engine: everything but transport and command line.
+pub mod backend;
+pub mod synth;
