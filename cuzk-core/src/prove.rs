@@ -1,0 +1,173 @@
+//! The Groth16 prover, as the recipe reads: H polynomial, then the five multi-scalar
+//! multiplications, then assembly with the blinding factors r and s.
+//!
+//! The device part (`prove_on_device`) runs under the engine's per-device mutex; assembly
+//! (`assemble`, in finalize) is cheap CPU work done after the lock is released.
+
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::{Parameters, Proof, VerifyingKey};
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
+use group::{prime::PrimeCurveAffine, Curve};
+
+use crate::backend::{Backend, BackendError, G1Bases, G2Bases, Query};
+use crate::synth::Synthesized;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("parameters do not fit the circuit: {0}")]
+    ParamsMismatch(String),
+    #[error("verifying key has a point at infinity")]
+    DegenerateKey,
+}
+
+/// The MSM results of one partition: everything assembly needs besides r, s and the key.
+#[derive(Clone, Debug)]
+pub struct MsmResults {
+    pub h: G1Projective,
+    pub l: G1Projective,
+    /// sum over inputs and A-dense aux of w_i * A_i.
+    pub a: G1Projective,
+    pub b_g1: G1Projective,
+    pub b_g2: G2Projective,
+}
+
+/// Time spent in each half of the device work, for the TIMELINE.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DeviceTimings {
+    pub ntt: Duration,
+    pub msm: Duration,
+}
+
+/// H polynomial and MSMs of one synthesized partition.
+pub fn prove_on_device(
+    backend: &dyn Backend,
+    params: &Parameters<Bls12>,
+    srs_id: &str,
+    synth: Synthesized,
+) -> Result<(MsmResults, DeviceTimings), ProveError> {
+    check_shapes(params, &synth)?;
+    let Synthesized {
+        a,
+        b,
+        c,
+        input,
+        aux,
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
+    } = synth;
+
+    let t = Instant::now();
+    let h_coeffs = backend.h_polynomial(a, b, c)?;
+    let ntt = t.elapsed();
+
+    let t = Instant::now();
+    let g1 = |query, points| G1Bases { srs_id, query, points };
+    let g2 = |query, points| G2Bases { srs_id, query, points };
+    let n_in = input.len();
+    let b_in = b_input_density.total();
+
+    let h = backend.msm_g1(g1(Query::H, &params.h), &h_coeffs)?;
+    drop(h_coeffs);
+    let l = backend.msm_g1(g1(Query::L, &params.l), &aux)?;
+
+    let a_aux_scalars = a_aux_density.select(&aux);
+    let a = backend.msm_g1(g1(Query::AInput, &params.a[..n_in]), &input)?
+        + backend.msm_g1(g1(Query::AAux, &params.a[n_in..]), &a_aux_scalars)?;
+    drop(a_aux_scalars);
+
+    let b_in_scalars = b_input_density.select(&input);
+    let b_aux_scalars = b_aux_density.select(&aux);
+    let b_g1 = backend.msm_g1(g1(Query::BG1Input, &params.b_g1[..b_in]), &b_in_scalars)?
+        + backend.msm_g1(g1(Query::BG1Aux, &params.b_g1[b_in..]), &b_aux_scalars)?;
+    let b_g2 = backend.msm_g2(g2(Query::BG2Input, &params.b_g2[..b_in]), &b_in_scalars)?
+        + backend.msm_g2(g2(Query::BG2Aux, &params.b_g2[b_in..]), &b_aux_scalars)?;
+    let msm = t.elapsed();
+
+    Ok((MsmResults { h, l, a, b_g1, b_g2 }, DeviceTimings { ntt, msm }))
+}
+
+/// The proof from the MSM results and the blinding factors:
+/// A = alpha + sum(A) + r delta, B = beta + sum(B) + s delta,
+/// C = s A + r B1 - r s delta + H + L (expanded so that no point is computed twice).
+pub fn assemble(
+    vk: &VerifyingKey<Bls12>,
+    msm: &MsmResults,
+    r: Scalar,
+    s: Scalar,
+) -> Result<Proof<Bls12>, ProveError> {
+    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+        return Err(ProveError::DegenerateKey);
+    }
+    let a = vk.alpha_g1 + msm.a + vk.delta_g1 * r;
+    let b = vk.beta_g2 + msm.b_g2 + vk.delta_g2 * s;
+    let c = msm.a * s
+        + msm.b_g1 * r
+        + vk.delta_g1 * (r * s)
+        + vk.alpha_g1 * s
+        + vk.beta_g1 * r
+        + msm.h
+        + msm.l;
+    Ok(Proof {
+        a: a.to_affine(),
+        b: b.to_affine(),
+        c: c.to_affine(),
+    })
+}
+
+/// Groth16 proof bytes: A, B, C compressed (48 + 96 + 48 = 192), as bellperson writes them.
+pub fn proof_bytes(proof: &Proof<Bls12>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(PROOF_BYTES);
+    proof.write(&mut out).expect("writing to a Vec cannot fail");
+    out
+}
+
+pub const PROOF_BYTES: usize = 192;
+
+/// Every vector of the key must be long enough for this circuit; a mismatch would otherwise
+/// be an out-of-bounds panic or, worse, a wrong proof.
+fn check_shapes(params: &Parameters<Bls12>, s: &Synthesized) -> Result<(), ProveError> {
+    let n = s.num_constraints().max(1).next_power_of_two();
+    let checks = [
+        ("h", params.h.len(), n - 1),
+        ("l", params.l.len(), s.aux.len()),
+        ("a", params.a.len(), s.input.len() + s.a_aux_density.total()),
+        (
+            "b_g1",
+            params.b_g1.len(),
+            s.b_input_density.total() + s.b_aux_density.total(),
+        ),
+        (
+            "b_g2",
+            params.b_g2.len(),
+            s.b_input_density.total() + s.b_aux_density.total(),
+        ),
+        ("vk.ic", params.vk.ic.len(), s.input.len()),
+    ];
+    for (name, have, need) in checks {
+        let ok = if name == "vk.ic" { have == need } else { have >= need };
+        if !ok {
+            return Err(ProveError::ParamsMismatch(format!(
+                "{name} has {have} points, the circuit needs {need}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Synthesize and prove one circuit in one call (tests, benchmarks, one-off tools).
+pub fn prove_circuit<C: bellpepper_core::Circuit<Scalar>>(
+    backend: &dyn Backend,
+    params: &Parameters<Bls12>,
+    srs_id: &str,
+    circuit: C,
+    r: Scalar,
+    s: Scalar,
+) -> Result<Proof<Bls12>, crate::Error> {
+    let synth = crate::synth::synthesize_partition(circuit)?;
+    let (msm, _) = prove_on_device(backend, params, srs_id, synth)?;
+    Ok(assemble(&params.vk, &msm, r, s)?)
+}

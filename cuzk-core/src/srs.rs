@@ -1,0 +1,204 @@
+//! Parameter sets (Groth16 proving keys, "SRS"): loaded once, kept resident, shared by every
+//! partition and job that proves under them.
+//!
+//! Files live in one directory (FIL_PROOFS_PARAMETER_CACHE by convention). A file is written
+//! to a temporary name and renamed into place, so a reader never sees half a file, and two
+//! processes generating the same set at once both end with a whole one.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::{self, Parameters, PreparedVerifyingKey};
+use blstrs::{Bls12, G1Affine, G2Affine};
+use parking_lot::Mutex;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+use crate::job::{Error, Result};
+use crate::kinds::synthetic::{SyntheticCircuit, MAX_LOG, MIN_LOG};
+
+/// One loaded parameter set.
+pub struct SrsEntry {
+    pub id: String,
+    pub params: Parameters<Bls12>,
+    pub pvk: PreparedVerifyingKey<Bls12>,
+    pub size_bytes: u64,
+    pub load_time: Duration,
+}
+
+impl SrsEntry {
+    pub fn new(id: String, params: Parameters<Bls12>, load_time: Duration) -> Self {
+        let g1 = params.h.len() + params.l.len() + params.a.len() + params.b_g1.len();
+        let size_bytes = (g1 * std::mem::size_of::<G1Affine>()
+            + params.b_g2.len() * std::mem::size_of::<G2Affine>()) as u64;
+        let pvk = groth16::prepare_verifying_key(&params.vk);
+        SrsEntry {
+            id,
+            params,
+            pvk,
+            size_bytes,
+            load_time,
+        }
+    }
+}
+
+/// What GetStatus reports of a parameter set.
+#[derive(Clone, Debug)]
+pub struct SrsStatus {
+    pub circuit_id: String,
+    /// Always HOT for sets in memory; sets on disk only are not listed.
+    pub resident: bool,
+    pub size_bytes: u64,
+    /// Jobs currently holding the set.
+    pub ref_count: u32,
+}
+
+/// Loaded parameter sets by id. Loading one set never blocks use of another; concurrent
+/// requests for the same set wait for one load.
+pub struct SrsCache {
+    dir: PathBuf,
+    slots: Mutex<HashMap<String, Arc<Mutex<Option<Arc<SrsEntry>>>>>>,
+}
+
+impl SrsCache {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        SrsCache {
+            dir: dir.into(),
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The set `id`, loading it with `load` if it is not resident. Returns the entry and
+    /// whether this call loaded it.
+    pub fn get_or_load(
+        &self,
+        id: &str,
+        load: impl FnOnce() -> Result<Parameters<Bls12>>,
+    ) -> Result<(Arc<SrsEntry>, bool)> {
+        let slot = self.slots.lock().entry(id.to_string()).or_default().clone();
+        let mut guard = slot.lock();
+        if let Some(entry) = guard.as_ref() {
+            return Ok((entry.clone(), false));
+        }
+        let t = Instant::now();
+        let params = load()?;
+        let entry = Arc::new(SrsEntry::new(id.to_string(), params, t.elapsed()));
+        *guard = Some(entry.clone());
+        tracing::info!(id, ms = t.elapsed().as_millis() as u64, bytes = entry.size_bytes, "parameters loaded");
+        Ok((entry, true))
+    }
+
+    /// Load a set by its circuit id (PreloadSRS). Returns (was already loaded, load time).
+    pub fn preload(&self, id: &str) -> Result<(bool, Duration)> {
+        let t = Instant::now();
+        let (_, loaded_now) = self.by_id(id)?;
+        Ok((!loaded_now, t.elapsed()))
+    }
+
+    /// Resolve a circuit id to its parameter set.
+    pub fn by_id(&self, id: &str) -> Result<(Arc<SrsEntry>, bool)> {
+        if let Some(log) = id
+            .strip_prefix("synthetic-2^")
+            .and_then(|n| n.parse::<u32>().ok())
+        {
+            if (MIN_LOG..=MAX_LOG).contains(&log) {
+                return self.synthetic_entry(log);
+            }
+        }
+        Err(Error::invalid("circuit_id", format!("unknown parameter set {id:?}")))
+    }
+
+    /// Drop a set from memory (EvictSRS). Jobs holding it keep their copy until they finish.
+    /// Returns the bytes freed, or None when it was not loaded.
+    pub fn evict(&self, id: &str) -> Option<u64> {
+        let slot = self.slots.lock().remove(id)?;
+        let entry = slot.lock().take()?;
+        Some(entry.size_bytes)
+    }
+
+    pub fn status(&self) -> Vec<SrsStatus> {
+        let slots: Vec<_> = self.slots.lock().values().cloned().collect();
+        let mut out: Vec<SrsStatus> = slots
+            .iter()
+            .filter_map(|slot| {
+                let guard = slot.try_lock()?;
+                let e = guard.as_ref()?;
+                Some(SrsStatus {
+                    circuit_id: e.id.clone(),
+                    resident: true,
+                    size_bytes: e.size_bytes,
+                    // One reference is the cache's own.
+                    ref_count: (Arc::strong_count(e) - 1) as u32,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
+        out
+    }
+
+    /// The synthetic circuit's parameters for 2^log constraints, generated on first use.
+    pub fn synthetic(&self, log_size: u32) -> Result<Arc<SrsEntry>> {
+        Ok(self.synthetic_entry(log_size)?.0)
+    }
+
+    fn synthetic_entry(&self, log_size: u32) -> Result<(Arc<SrsEntry>, bool)> {
+        let id = SyntheticCircuit::srs_id(log_size);
+        let path = self.dir.join(format!("cuzk-{id}-v1.params"));
+        self.get_or_load(&id, || {
+            if !path.exists() {
+                generate_synthetic(log_size, &path)?;
+            }
+            read_params(&path)
+        })
+    }
+}
+
+/// Generate the synthetic circuit's parameters into `path`. Deterministic toxic waste (a
+/// fixed-seed rng): these are benchmark keys, never for anything of value, and any two
+/// processes that generate them write the same file.
+pub fn generate_synthetic(log_size: u32, path: &Path) -> Result<()> {
+    let t = Instant::now();
+    tracing::info!(log_size, path = %path.display(), "generating synthetic parameters");
+    let mut rng = ChaCha20Rng::seed_from_u64(0x6375_7a6b_0000_0000 | log_size as u64);
+    let params = groth16::generate_random_parameters::<Bls12, _, _>(
+        SyntheticCircuit::new(log_size, 0),
+        &mut rng,
+    )
+    .map_err(|e| Error::Params(format!("generating synthetic-2^{log_size}: {e}")))?;
+    write_params_atomic(&params, path)?;
+    tracing::info!(log_size, ms = t.elapsed().as_millis() as u64, "synthetic parameters written");
+    Ok(())
+}
+
+/// Write a parameter file under a temporary name and rename it into place.
+pub fn write_params_atomic(params: &Parameters<Bls12>, path: &Path) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::Params(format!("creating {}: {e}", dir.display())))?;
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let io = |e: std::io::Error| Error::Params(format!("writing {}: {e}", tmp.display()));
+    let file = File::create(&tmp).map_err(io)?;
+    let mut w = BufWriter::new(file);
+    params.write(&mut w).map_err(io)?;
+    let file = w.into_inner().map_err(|e| io(e.into_error()))?;
+    file.sync_all().map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)?;
+    Ok(())
+}
+
+/// Read a parameter file (points are trusted: files are ours or checked by their digest).
+pub fn read_params(path: &Path) -> Result<Parameters<Bls12>> {
+    let file = File::open(path).map_err(|e| {
+        Error::Params(format!("parameter file {} cannot be opened: {e}", path.display()))
+    })?;
+    Parameters::read(BufReader::with_capacity(1 << 20, file), false)
+        .map_err(|e| Error::Params(format!("parameter file {} is unreadable: {e}", path.display())))
+}
