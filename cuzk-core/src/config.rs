@@ -1,0 +1,92 @@
+//! The engine's configuration: one serde struct, every field with a default, so that no
+//! file is needed. The daemon reads it once (TOML) and lets flags override it.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// Which backend proves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// CUDA when a device and the kernels are present, else the CPU.
+    #[default]
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(BackendChoice::Auto),
+            "cpu" => Ok(BackendChoice::Cpu),
+            "cuda" => Ok(BackendChoice::Cuda),
+            other => Err(format!("unknown backend {other:?} (auto|cpu|cuda)")),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineConfig {
+    /// Parameter (SRS) directory; FIL_PROOFS_PARAMETER_CACHE when set.
+    pub param_dir: PathBuf,
+    pub backend: BackendChoice,
+    /// CUDA devices to use (empty: all).
+    pub devices: Vec<u32>,
+    /// Threads synthesizing partitions concurrently.
+    pub synthesis_workers: usize,
+    /// Jobs waiting in the queue before SubmitProof answers RESOURCE_EXHAUSTED.
+    pub max_queued_jobs: usize,
+    /// Synthesized partitions waiting for a device; each holds a/b/c and the assignments
+    /// in memory (about 1.3 GB for a 32 GiB PoRep partition), so this bounds memory.
+    pub max_synthesized_partitions: usize,
+    /// Verify every proof against the verifying key before returning it.
+    pub verify_proofs: bool,
+    /// How long finished jobs stay available to AwaitProof.
+    pub result_retention_secs: u64,
+    /// Write TIMELINE lines to stderr.
+    pub timeline: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        EngineConfig {
+            param_dir: default_param_dir(),
+            backend: BackendChoice::Auto,
+            devices: Vec::new(),
+            synthesis_workers: (cores / 2).clamp(1, 8),
+            max_queued_jobs: 256,
+            max_synthesized_partitions: 2,
+            verify_proofs: true,
+            result_retention_secs: 3600,
+            timeline: true,
+        }
+    }
+}
+
+/// The Filecoin convention: FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters.
+pub fn default_param_dir() -> PathBuf {
+    std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_toml_gives_defaults_and_unknown_fields_are_rejected() {
+        let c: EngineConfig = toml::from_str("").unwrap();
+        assert!(c.verify_proofs);
+        assert_eq!(c.max_queued_jobs, 256);
+        let c: EngineConfig = toml::from_str("backend = \"cpu\"\nsynthesis_workers = 3").unwrap();
+        assert_eq!(c.backend, BackendChoice::Cpu);
+        assert_eq!(c.synthesis_workers, 3);
+        assert!(toml::from_str::<EngineConfig>("bogus = 1").is_err());
+    }
+}

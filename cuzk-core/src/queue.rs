@@ -1,0 +1,184 @@
+//! A blocking priority queue: highest priority first, FIFO within a priority. Used twice in
+//! the pipeline: partitions waiting for synthesis, and synthesized partitions waiting for a
+//! device (there bounded, so that synthesis can never run ahead of memory).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::job::Priority;
+
+struct Entry<T> {
+    priority: Priority,
+    /// Arrival order: lower first within a priority.
+    seq: u64,
+    item: T,
+}
+
+impl<T> PartialEq for Entry<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl<T> Eq for Entry<T> {}
+impl<T> PartialOrd for Entry<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Entry<T> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.priority
+            .cmp(&other.priority)
+            .then_with(|| other.seq.cmp(&self.seq))
+    }
+}
+
+struct State<T> {
+    heap: BinaryHeap<Entry<T>>,
+    closed: bool,
+}
+
+pub struct PriorityQueue<T> {
+    state: Mutex<State<T>>,
+    /// Signalled when an item arrives or the queue closes.
+    not_empty: Condvar,
+    /// Signalled when an item leaves.
+    not_full: Condvar,
+    capacity: usize,
+}
+
+impl<T> PriorityQueue<T> {
+    pub fn new(capacity: usize) -> Self {
+        PriorityQueue {
+            state: Mutex::new(State {
+                heap: BinaryHeap::new(),
+                closed: false,
+            }),
+            not_empty: Condvar::new(),
+            not_full: Condvar::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Add an item, waiting for room. `seq` orders items of equal priority. Returns the item
+    /// back if the queue is closed.
+    pub fn push_wait(&self, priority: Priority, seq: u64, item: T) -> Result<(), T> {
+        let mut st = self.state.lock();
+        while st.heap.len() >= self.capacity && !st.closed {
+            self.not_full.wait(&mut st);
+        }
+        if st.closed {
+            return Err(item);
+        }
+        st.heap.push(Entry { priority, seq, item });
+        self.not_empty.notify_one();
+        Ok(())
+    }
+
+    /// Add items without waiting (admission counts its own bound). Fails if closed.
+    pub fn push_all(&self, items: impl IntoIterator<Item = (Priority, u64, T)>) -> bool {
+        let mut st = self.state.lock();
+        if st.closed {
+            return false;
+        }
+        for (priority, seq, item) in items {
+            st.heap.push(Entry { priority, seq, item });
+        }
+        self.not_empty.notify_all();
+        true
+    }
+
+    /// The most urgent item, waiting for one. None once the queue is closed and drained.
+    pub fn pop(&self) -> Option<T> {
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = st.heap.pop() {
+                self.not_full.notify_one();
+                return Some(e.item);
+            }
+            if st.closed {
+                return None;
+            }
+            self.not_empty.wait(&mut st);
+        }
+    }
+
+    /// Remove every item matching `pred` (cancellation); returns how many were removed.
+    pub fn remove_where(&self, pred: impl Fn(&T) -> bool) -> usize {
+        let mut st = self.state.lock();
+        let before = st.heap.len();
+        let kept: Vec<Entry<T>> = std::mem::take(&mut st.heap)
+            .into_vec()
+            .into_iter()
+            .filter(|e| !pred(&e.item))
+            .collect();
+        st.heap = BinaryHeap::from(kept);
+        let removed = before - st.heap.len();
+        if removed > 0 {
+            self.not_full.notify_all();
+        }
+        removed
+    }
+
+    pub fn len(&self) -> usize {
+        self.state.lock().heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stop accepting items and wake every waiter; `pop` drains what is left, then None.
+    pub fn close(&self) {
+        self.state.lock().closed = true;
+        self.not_empty.notify_all();
+        self.not_full.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn priority_then_fifo() {
+        let q = PriorityQueue::new(16);
+        q.push_all([
+            (Priority::Normal, 1, "n1"),
+            (Priority::Low, 2, "l1"),
+            (Priority::Normal, 3, "n2"),
+            (Priority::Critical, 4, "c1"),
+            (Priority::High, 5, "h1"),
+        ]);
+        let order: Vec<_> = (0..5).map(|_| q.pop().unwrap()).collect();
+        assert_eq!(order, ["c1", "h1", "n1", "n2", "l1"]);
+    }
+
+    #[test]
+    fn bounded_push_waits_for_room_and_close_wakes() {
+        let q = Arc::new(PriorityQueue::new(1));
+        q.push_wait(Priority::Normal, 0, 1).unwrap();
+        let q2 = q.clone();
+        let t = std::thread::spawn(move || q2.push_wait(Priority::Normal, 1, 2));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(q.len(), 1, "second push must wait");
+        assert_eq!(q.pop(), Some(1));
+        t.join().unwrap().unwrap();
+        assert_eq!(q.pop(), Some(2));
+        q.close();
+        assert_eq!(q.pop(), None);
+        assert_eq!(q.push_wait(Priority::Low, 2, 3), Err(3));
+    }
+
+    #[test]
+    fn remove_where_cancels() {
+        let q = PriorityQueue::new(8);
+        q.push_all((0..6).map(|i| (Priority::Normal, i, i)));
+        assert_eq!(q.remove_where(|x| x % 2 == 0), 3);
+        let rest: Vec<_> = (0..3).map(|_| q.pop().unwrap()).collect();
+        assert_eq!(rest, [1, 3, 5]);
+    }
+}

@@ -1,0 +1,12 @@
+//! The `cuzk.v1` wire types and gRPC client/server stubs.
+#![allow(clippy::all)]
+
+pub mod v1 {
+    tonic::include_proto!("cuzk.v1");
+}
+
+pub use v1::*;
+
+/// The largest message either side accepts: Curio sends up to 256 MiB (a 32 GiB PoRep C1
+/// output is about 50 MB of JSON), and a little headroom for the envelope.
+pub const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024 + 1024 * 1024;
