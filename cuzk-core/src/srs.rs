@@ -113,6 +113,10 @@ impl SrsCache {
                 return self.synthetic_entry(log);
             }
         }
+        // Filecoin circuits: "porep-2k", "winning-32g", "window-64g", "snap-8m", ...
+        if let Some(found) = crate::kinds::params::by_circuit_id(self, id) {
+            return found;
+        }
         Err(Error::invalid("circuit_id", format!("unknown parameter set {id:?}")))
     }
 

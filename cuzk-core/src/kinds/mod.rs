@@ -9,9 +9,42 @@ use crate::job::{ProofKind, Result};
 use crate::srs::{SrsCache, SrsEntry};
 use crate::synth::Synthesized;
 
+/// Call `$f::<Tree>(args)` with the merkle tree shape of a published sector size (the
+/// generic parameter every proof crate type carries), or fail naming `sector_size`.
+macro_rules! with_shape {
+    ($size:expr, $f:ident, $($args:expr),* $(,)?) => {{
+        use $crate::kinds::registered as r;
+        match $size {
+            r::SECTOR_SIZE_2_KIB | r::SECTOR_SIZE_8_MIB | r::SECTOR_SIZE_512_MIB => {
+                $f::<filecoin_proofs::SectorShapeBase>($($args),*)
+            }
+            r::SECTOR_SIZE_32_GIB => $f::<filecoin_proofs::SectorShape32GiB>($($args),*),
+            r::SECTOR_SIZE_64_GIB => $f::<filecoin_proofs::SectorShape64GiB>($($args),*),
+            other => Err($crate::job::Error::invalid(
+                "sector_size",
+                format!("unsupported sector size {other}"),
+            )),
+        }
+    }};
+}
+pub(crate) use with_shape;
+
+pub mod params;
+mod porep;
+mod post;
+pub mod prover_id;
+pub mod registered;
+pub mod request;
+mod snap;
 pub mod synthetic;
 mod synthetic_task;
+pub mod vectors;
+mod window;
+mod winning;
 
+pub use porep::PorepTask;
+pub use request::KindRequest;
+pub use snap::SnapTask;
 pub use synthetic_task::SyntheticTask;
 
 /// A job's proving work, independent of transport. Implementations are cheap to share:
@@ -40,4 +73,51 @@ pub trait ProofTask: Send + Sync {
     fn verify_job(&self, _proof: &[u8]) -> Result<()> {
         Ok(())
     }
+}
+
+/// Validate a request and build its task. Every check on client input happens here, before
+/// anything is queued: a malformed request gets `Error::InvalidArgument` naming the field.
+pub fn build_task(req: &KindRequest) -> Result<Arc<dyn ProofTask>> {
+    match req.kind {
+        ProofKind::Synthetic => Ok(Arc::new(SyntheticTask::new(
+            req.synthetic_log_size,
+            req.synthetic_partitions,
+            req.synthetic_seed,
+        )?)),
+        ProofKind::PorepSealCommit => porep::build(req),
+        ProofKind::WinningPost => winning::build(req),
+        ProofKind::WindowPostPartition => window::build(req),
+        ProofKind::SnapDealsUpdate => snap::build(req),
+    }
+}
+
+/// Build and synthesize one partition's circuit. The proof crates' circuit code asserts on
+/// shapes it assumes; admission checks the shapes it can, and a panic from a malformed
+/// witness that slipped through fails the job instead of the worker thread.
+pub(crate) fn synthesize_guarded<C>(
+    kind: ProofKind,
+    index: usize,
+    build: impl FnOnce() -> anyhow::Result<C>,
+) -> Result<Synthesized>
+where
+    C: bellpepper_core::Circuit<Scalar>,
+{
+    let run = || -> Result<Synthesized> {
+        let circuit = build().map_err(|e| {
+            crate::job::Error::Verification(format!(
+                "{kind} partition {index}: building the circuit: {e:#}"
+            ))
+        })?;
+        Ok(crate::synth::synthesize_partition(circuit)?)
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|panic| {
+        let msg = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("(no message)");
+        Err(crate::job::Error::Verification(format!(
+            "{kind} partition {index}: the circuit rejected its witness ({msg}); the vanilla proof is malformed"
+        )))
+    })
 }

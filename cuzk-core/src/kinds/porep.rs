@@ -1,0 +1,306 @@
+//! PoRep commit phase 2 (POREP_SEAL_COMMIT): the commit-phase-1 output, in Curio's envelope,
+//! becomes one StackedDrg circuit per partition, as filecoin-proofs' `seal_commit_phase2`
+//! builds them; the output is their 192-byte proofs concatenated in partition order.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use blstrs::Scalar;
+use filecoin_hashers::{Domain, Hasher};
+use filecoin_proofs::{as_safe_commitment, DefaultPieceDomain, DefaultPieceHasher, PoRepConfig};
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::{ApiFeature, RegisteredSealProof, SectorId};
+use serde::Deserialize;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
+
+use super::params::{self, ParamSet};
+use super::prover_id::prover_id;
+use super::registered::{seal_proof, seal_proof_abi};
+use super::request::KindRequest;
+use super::{synthesize_guarded, ProofTask};
+use crate::job::{Error, ProofKind, Result};
+use crate::srs::{SrsCache, SrsEntry};
+use crate::synth::Synthesized;
+
+type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+type PubInputs<Tree> = stacked::PublicInputs<TreeDomain<Tree>, DefaultPieceDomain>;
+type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+
+/// Curio's envelope around the phase-1 output (Go field names).
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(rename = "SectorNum")]
+    sector_num: i64,
+    #[serde(rename = "Phase1Out")]
+    phase1_out: String,
+    #[serde(rename = "SectorSize")]
+    sector_size: u64,
+}
+
+/// The phase-1 output decoded from the envelope, with no check beyond its format.
+pub fn decode_envelope(bytes: &[u8]) -> Result<(i64, u64, SealCommitPhase1Output)> {
+    let bad = |reason: String| Error::invalid("vanilla_proof", reason);
+    if bytes.is_empty() {
+        return Err(bad("is empty; PoRep needs the commit-phase-1 output".into()));
+    }
+    let env: Envelope = serde_json::from_slice(bytes).map_err(|e| {
+        bad(format!(
+            "is not Curio's JSON envelope {{SectorNum, Phase1Out, SectorSize}}: {e}"
+        ))
+    })?;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(env.phase1_out.as_bytes())
+        .map_err(|e| bad(format!("Phase1Out is not standard base64: {e}")))?;
+    let c1: SealCommitPhase1Output = serde_json::from_slice(&raw).map_err(|e| {
+        bad(format!(
+            "Phase1Out is not a SealCommitPhase1Output (JSON): {e}"
+        ))
+    })?;
+    Ok((env.sector_num, env.sector_size, c1))
+}
+
+/// Curio's envelope for a phase-1 output (what `decode_envelope` reads).
+pub fn encode_envelope(sector_num: u64, c1: &SealCommitPhase1Output) -> Result<Vec<u8>> {
+    let json = serde_json::to_vec(c1).map_err(|e| Error::Internal(format!("encoding C1: {e}")))?;
+    let env = serde_json::json!({
+        "SectorNum": sector_num,
+        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(json),
+        "SectorSize": u64::from(c1.registered_proof.sector_size()),
+    });
+    Ok(env.to_string().into_bytes())
+}
+
+pub(super) fn build(req: &KindRequest) -> Result<Arc<dyn ProofTask>> {
+    let (sector_num, env_size, c1) = decode_envelope(&req.vanilla_proof)?;
+    let registered = c1.registered_proof;
+    let size = u64::from(registered.sector_size());
+
+    // proto3 cannot tell 0 from unset, and 0 is also StackedDrg2KiBV1: only a non-zero
+    // number that disagrees with the phase-1 output is a contradiction.
+    if req.registered_proof != 0 {
+        match seal_proof(req.registered_proof) {
+            None => {
+                return Err(Error::invalid(
+                    "registered_proof",
+                    format!("{} is not a Go abi RegisteredSealProof", req.registered_proof),
+                ))
+            }
+            Some(p) if p != registered => {
+                return Err(Error::invalid(
+                    "registered_proof",
+                    format!(
+                        "{} ({p:?}, {} bytes) contradicts the commit-phase-1 output, which is {registered:?} ({size} bytes, abi {})",
+                        req.registered_proof,
+                        u64::from(p.sector_size()),
+                        seal_proof_abi(registered)
+                    ),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    req.check_sector_size(size)?;
+    if env_size != size {
+        return Err(Error::invalid(
+            "vanilla_proof",
+            format!(
+                "envelope SectorSize {env_size} but the phase-1 output is for {size}-byte sectors"
+            ),
+        ));
+    }
+    if sector_num < 0 || sector_num as u64 != req.sector_number {
+        return Err(Error::invalid(
+            "sector_number",
+            format!(
+                "{} but the envelope's SectorNum is {sector_num}",
+                req.sector_number
+            ),
+        ));
+    }
+    if registered.feature_enabled(ApiFeature::NonInteractivePoRep) {
+        // Its output is a SnarkPack aggregate, not concatenated partition proofs.
+        return Err(Error::invalid(
+            "registered_proof",
+            format!("{registered:?}: non-interactive PoRep (aggregated output) is not supported"),
+        ));
+    }
+    super::with_shape!(size, build_shaped, req, registered, c1)
+}
+
+fn build_shaped<Tree: 'static + MerkleTreeTrait>(
+    req: &KindRequest,
+    registered: RegisteredSealProof,
+    c1: SealCommitPhase1Output,
+) -> Result<Arc<dyn ProofTask>> {
+    let bad = |reason: String| Error::invalid("vanilla_proof", reason);
+    let config = registered.as_v1_config();
+    let vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> = c1
+        .vanilla_proofs
+        .try_into()
+        .map_err(|e| bad(format!("vanilla proofs are not for {registered:?}: {e}")))?;
+    let pub_params = params::porep_public_params::<Tree>(&config)?;
+
+    let partitions = usize::from(config.partitions);
+    if vanilla.len() != partitions {
+        return Err(bad(format!(
+            "{} partitions of vanilla proofs, {registered:?} has {partitions}",
+            vanilla.len()
+        )));
+    }
+    let per_partition = pub_params.challenges.num_challenges_per_partition();
+    if let Some((k, p)) = vanilla
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.len() != per_partition)
+    {
+        return Err(bad(format!(
+            "partition {k} has {} challenge proofs, {registered:?} needs {per_partition}",
+            p.len()
+        )));
+    }
+
+    let field = |name: &'static str, b: &[u8; 32]| -> Result<()> {
+        if *b == [0; 32] {
+            return Err(bad(format!("{name} is all zero")));
+        }
+        Ok(())
+    };
+    field("comm_r", &c1.comm_r)?;
+    field("comm_d", &c1.comm_d)?;
+    field("seed", &c1.seed)?;
+    let comm_r: TreeDomain<Tree> =
+        as_safe_commitment(&c1.comm_r, "comm_r").map_err(|e| bad(format!("{e:#}")))?;
+    let comm_d = DefaultPieceDomain::try_from_bytes(&c1.comm_d)
+        .map_err(|e| bad(format!("comm_d: {e:#}")))?;
+
+    // The replica id the verifier will derive; the phase-1 output must have been made for it.
+    let prover = prover_id(req.miner_id);
+    let replica_id = generate_replica_id::<Tree::Hasher, _>(
+        &prover,
+        req.sector_number,
+        &c1.ticket,
+        c1.comm_d,
+        &config.porep_id,
+    );
+    let c1_replica: [u8; 32] = c1
+        .replica_id
+        .into_bytes()
+        .try_into()
+        .expect("32-byte domain");
+    if AsRef::<[u8]>::as_ref(&replica_id) != c1_replica {
+        return Err(Error::invalid(
+            "miner_id",
+            format!(
+                "the phase-1 output was not made for miner f0{} sector {} (its replica id differs)",
+                req.miner_id, req.sector_number
+            ),
+        ));
+    }
+
+    let pub_inputs = stacked::PublicInputs {
+        replica_id,
+        tau: Some(stacked::Tau { comm_d, comm_r }),
+        k: None,
+        seed: Some(c1.seed),
+    };
+    Ok(Arc::new(PorepTask::<Tree> {
+        registered,
+        config,
+        params: params::seal_set(registered)?,
+        pub_params,
+        pub_inputs,
+        vanilla,
+        comm_r: c1.comm_r,
+        comm_d: c1.comm_d,
+        ticket: c1.ticket,
+        seed: c1.seed,
+        prover_id: prover,
+        sector_id: SectorId::from(req.sector_number),
+    }))
+}
+
+/// One PoRep commit-phase-2 job.
+pub struct PorepTask<Tree: 'static + MerkleTreeTrait> {
+    registered: RegisteredSealProof,
+    config: PoRepConfig,
+    params: ParamSet,
+    pub_params: stacked::PublicParams<Tree>,
+    pub_inputs: PubInputs<Tree>,
+    vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
+    comm_r: [u8; 32],
+    comm_d: [u8; 32],
+    ticket: [u8; 32],
+    seed: [u8; 32],
+    prover_id: [u8; 32],
+    sector_id: SectorId,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PorepTask<Tree> {
+    pub fn registered_proof(&self) -> RegisteredSealProof {
+        self.registered
+    }
+
+    pub fn porep_config(&self) -> &PoRepConfig {
+        &self.config
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> ProofTask for PorepTask<Tree> {
+    fn kind(&self) -> ProofKind {
+        ProofKind::PorepSealCommit
+    }
+
+    fn partitions(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn params(&self, srs: &SrsCache) -> Result<Arc<SrsEntry>> {
+        Ok(params::load(srs, &self.params)?.0)
+    }
+
+    fn synthesize(&self, index: usize) -> Result<Synthesized> {
+        let proofs = self.vanilla.get(index).ok_or_else(|| {
+            Error::Internal(format!("partition {index} of {}", self.vanilla.len()))
+        })?;
+        synthesize_guarded(self.kind(), index, || {
+            <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
+                &self.pub_inputs,
+                Default::default(),
+                proofs,
+                &self.pub_params,
+                Some(index),
+            )
+        })
+    }
+
+    /// From the public inputs alone (replica id derived from miner, sector, ticket and comm_d;
+    /// challenges from the seed), never from the witness.
+    fn public_inputs(&self, index: usize, _synthesized: &[Scalar]) -> Result<Vec<Scalar>> {
+        <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::generate_public_inputs(
+            &self.pub_inputs,
+            &self.pub_params,
+            Some(index),
+        )
+        .map_err(|e| Error::Verification(format!("porep public inputs of partition {index}: {e:#}")))
+    }
+
+    fn verify_job(&self, proof: &[u8]) -> Result<()> {
+        let ok = filecoin_proofs_api::seal::verify_seal(
+            self.registered,
+            self.comm_r,
+            self.comm_d,
+            self.prover_id,
+            self.sector_id,
+            self.ticket,
+            self.seed,
+            proof,
+        )
+        .map_err(|e| Error::Verification(format!("verify_seal: {e:#}")))?;
+        if !ok {
+            return Err(Error::Verification("verify_seal rejected the proof".into()));
+        }
+        Ok(())
+    }
+}
