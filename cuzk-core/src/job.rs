@@ -140,3 +140,13 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A request as the engine takes it: what to prove, how urgently, under which key.
+#[derive(Clone, Debug)]
+pub struct SubmitRequest {
+    /// Idempotency key: the same id returns the same job. Empty: none.
+    pub request_id: String,
+    /// None: the kind's default.
+    pub priority: Option<Priority>,
+    pub proof: crate::kinds::KindRequest,
+}

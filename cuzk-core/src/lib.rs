@@ -1,13 +1,25 @@
 //! cuzk's engine: everything but transport and command line.
 //!
-//! The way of a job: `job` (what it is) -> `queue` (admission, priority order) -> `synth`
-//! (circuit -> a/b/c + assignments) -> `prove` (H polynomial and MSMs through a `Backend`)
-//! -> `finalize` (assemble, self-verify) -> results, driven by `engine`.
+//! The way of a job: `job` (what it is) -> `engine` (admission) -> `queue` (priority order)
+//! -> `pipeline` (its stages in order: `synth` circuit -> a/b/c + assignments; `gpu` device
+//! and `prove` H polynomial and MSMs through a `backend`; `finalize` assemble, self-verify)
+//! -> results in `record`, awaited through `engine`.
 pub mod backend;
+pub mod config;
+pub mod engine;
+pub mod finalize;
+pub mod gpu;
 pub mod job;
 pub mod kinds;
+pub mod metrics;
+pub mod pipeline;
 pub mod prove;
+pub mod queue;
+pub mod record;
 pub mod srs;
 pub mod synth;
+pub mod timeline;
 
-pub use job::{Error, JobId, JobState, Priority, ProofKind, Result};
+pub use config::EngineConfig;
+pub use engine::Engine;
+pub use job::{Error, JobId, JobState, Priority, ProofKind, Result, SubmitRequest};

@@ -65,8 +65,16 @@ pub fn prove_on_device(
     let ntt = t.elapsed();
 
     let t = Instant::now();
-    let g1 = |query, points| G1Bases { srs_id, query, points };
-    let g2 = |query, points| G2Bases { srs_id, query, points };
+    let g1 = |query, points| G1Bases {
+        srs_id,
+        query,
+        points,
+    };
+    let g2 = |query, points| G2Bases {
+        srs_id,
+        query,
+        points,
+    };
     let n_in = input.len();
     let b_in = b_input_density.total();
 
@@ -87,7 +95,16 @@ pub fn prove_on_device(
         + backend.msm_g2(g2(Query::BG2Aux, &params.b_g2[b_in..]), &b_aux_scalars)?;
     let msm = t.elapsed();
 
-    Ok((MsmResults { h, l, a, b_g1, b_g2 }, DeviceTimings { ntt, msm }))
+    Ok((
+        MsmResults {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        },
+        DeviceTimings { ntt, msm },
+    ))
 }
 
 /// The proof from the MSM results and the blinding factors:
@@ -148,7 +165,11 @@ fn check_shapes(params: &Parameters<Bls12>, s: &Synthesized) -> Result<(), Prove
         ("vk.ic", params.vk.ic.len(), s.input.len()),
     ];
     for (name, have, need) in checks {
-        let ok = if name == "vk.ic" { have == need } else { have >= need };
+        let ok = if name == "vk.ic" {
+            have == need
+        } else {
+            have >= need
+        };
         if !ok {
             return Err(ProveError::ParamsMismatch(format!(
                 "{name} has {have} points, the circuit needs {need}"

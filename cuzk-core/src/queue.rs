@@ -72,7 +72,11 @@ impl<T> PriorityQueue<T> {
         if st.closed {
             return Err(item);
         }
-        st.heap.push(Entry { priority, seq, item });
+        st.heap.push(Entry {
+            priority,
+            seq,
+            item,
+        });
         self.not_empty.notify_one();
         Ok(())
     }
@@ -84,7 +88,11 @@ impl<T> PriorityQueue<T> {
             return false;
         }
         for (priority, seq, item) in items {
-            st.heap.push(Entry { priority, seq, item });
+            st.heap.push(Entry {
+                priority,
+                seq,
+                item,
+            });
         }
         self.not_empty.notify_all();
         true
@@ -120,6 +128,17 @@ impl<T> PriorityQueue<T> {
             self.not_full.notify_all();
         }
         removed
+    }
+
+    /// Take every item out (shutdown), most urgent first.
+    pub fn drain(&self) -> Vec<T> {
+        let mut st = self.state.lock();
+        let mut out = Vec::with_capacity(st.heap.len());
+        while let Some(e) = st.heap.pop() {
+            out.push(e.item);
+        }
+        self.not_full.notify_all();
+        out
     }
 
     pub fn len(&self) -> usize {

@@ -92,7 +92,12 @@ impl SrsCache {
         let params = load()?;
         let entry = Arc::new(SrsEntry::new(id.to_string(), params, t.elapsed()));
         *guard = Some(entry.clone());
-        tracing::info!(id, ms = t.elapsed().as_millis() as u64, bytes = entry.size_bytes, "parameters loaded");
+        tracing::info!(
+            id,
+            ms = t.elapsed().as_millis() as u64,
+            bytes = entry.size_bytes,
+            "parameters loaded"
+        );
         Ok((entry, true))
     }
 
@@ -117,7 +122,10 @@ impl SrsCache {
         if let Some(found) = crate::kinds::params::by_circuit_id(self, id) {
             return found;
         }
-        Err(Error::invalid("circuit_id", format!("unknown parameter set {id:?}")))
+        Err(Error::invalid(
+            "circuit_id",
+            format!("unknown parameter set {id:?}"),
+        ))
     }
 
     /// Drop a set from memory (EvictSRS). Jobs holding it keep their copy until they finish.
@@ -178,7 +186,11 @@ pub fn generate_synthetic(log_size: u32, path: &Path) -> Result<()> {
     )
     .map_err(|e| Error::Params(format!("generating synthetic-2^{log_size}: {e}")))?;
     write_params_atomic(&params, path)?;
-    tracing::info!(log_size, ms = t.elapsed().as_millis() as u64, "synthetic parameters written");
+    tracing::info!(
+        log_size,
+        ms = t.elapsed().as_millis() as u64,
+        "synthetic parameters written"
+    );
     Ok(())
 }
 
@@ -201,8 +213,15 @@ pub fn write_params_atomic(params: &Parameters<Bls12>, path: &Path) -> Result<()
 /// Read a parameter file (points are trusted: files are ours or checked by their digest).
 pub fn read_params(path: &Path) -> Result<Parameters<Bls12>> {
     let file = File::open(path).map_err(|e| {
-        Error::Params(format!("parameter file {} cannot be opened: {e}", path.display()))
+        Error::Params(format!(
+            "parameter file {} cannot be opened: {e}",
+            path.display()
+        ))
     })?;
-    Parameters::read(BufReader::with_capacity(1 << 20, file), false)
-        .map_err(|e| Error::Params(format!("parameter file {} is unreadable: {e}", path.display())))
+    Parameters::read(BufReader::with_capacity(1 << 20, file), false).map_err(|e| {
+        Error::Params(format!(
+            "parameter file {} is unreadable: {e}",
+            path.display()
+        ))
+    })
 }

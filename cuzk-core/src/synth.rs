@@ -134,7 +134,12 @@ pub fn synthesize_partition<C: Circuit<Scalar>>(circuit: C) -> Result<Synthesize
     // Each public input gets a constraint `x_i * 0 = 0` so that the input polynomials are
     // linearly independent (Groth16's soundness needs it; bellperson lays out keys this way).
     for i in 0..cs.input.len() {
-        cs.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+        cs.enforce(
+            || "",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
     }
     Ok(cs)
 }

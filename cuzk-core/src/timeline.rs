@@ -75,7 +75,13 @@ mod tests {
             "job-1",
             &[("partition", &3), ("ms", &"4.250"), ("error", &"a,b;c")],
         );
-        assert_eq!(line, "TIMELINE,12.500,SYNTH_END,job-1,partition=3;ms=4.250;error=a_b_c\n");
-        assert_eq!(format_line(0.0, "JOB_DONE", "j", &[]), "TIMELINE,0.000,JOB_DONE,j,\n");
+        assert_eq!(
+            line,
+            "TIMELINE,12.500,SYNTH_END,job-1,partition=3;ms=4.250;error=a_b_c\n"
+        );
+        assert_eq!(
+            format_line(0.0, "JOB_DONE", "j", &[]),
+            "TIMELINE,0.000,JOB_DONE,j,\n"
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! The master test of the prover: with fixed r and s our proof bytes equal bellperson
 //! 0.27's `create_proof` bytes, and bellperson's verifier accepts them.
 
-use bellperson::groth16::{self, Parameters};
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use bellperson::groth16::{self, Parameters};
 use blstrs::{Bls12, Scalar};
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::kinds::synthetic::SyntheticCircuit;
@@ -84,9 +84,11 @@ fn check<C: Circuit<Scalar> + Clone + Send>(circuit: C, params: &Parameters<Bls1
 fn synthetic_circuits_match_bellperson_byte_for_byte() {
     for log in [4u32, 7, 10, 12] {
         let mut rng = ChaCha20Rng::seed_from_u64(log as u64);
-        let params =
-            groth16::generate_random_parameters::<Bls12, _, _>(SyntheticCircuit::new(log, 0), &mut rng)
-                .unwrap();
+        let params = groth16::generate_random_parameters::<Bls12, _, _>(
+            SyntheticCircuit::new(log, 0),
+            &mut rng,
+        )
+        .unwrap();
         for seed in [1u64, 0xdead_beef_cafe] {
             check(SyntheticCircuit::new(log, seed), &params, seed ^ log as u64);
         }
@@ -107,13 +109,19 @@ fn sparse_densities_match_bellperson_byte_for_byte() {
 fn zero_blinding_still_matches() {
     // r = s = 0 removes the blinding: the deterministic core of the proof must still agree.
     let mut rng = ChaCha20Rng::seed_from_u64(9);
-    let params = groth16::generate_random_parameters::<Bls12, _, _>(
-        SyntheticCircuit::new(6, 0),
-        &mut rng,
+    let params =
+        groth16::generate_random_parameters::<Bls12, _, _>(SyntheticCircuit::new(6, 0), &mut rng)
+            .unwrap();
+    let c = SyntheticCircuit::new(6, 77);
+    let ours = prove_circuit(
+        &CpuBackend,
+        &params,
+        "t",
+        c.clone(),
+        Scalar::ZERO,
+        Scalar::ZERO,
     )
     .unwrap();
-    let c = SyntheticCircuit::new(6, 77);
-    let ours = prove_circuit(&CpuBackend, &params, "t", c.clone(), Scalar::ZERO, Scalar::ZERO).unwrap();
     let theirs = groth16::create_proof(c, &params, Scalar::ZERO, Scalar::ZERO).unwrap();
     assert_eq!(proof_bytes(&ours), proof_bytes(&theirs));
 }
@@ -121,11 +129,9 @@ fn zero_blinding_still_matches() {
 #[test]
 fn mismatched_parameters_are_an_error_not_a_panic() {
     let mut rng = ChaCha20Rng::seed_from_u64(3);
-    let small = groth16::generate_random_parameters::<Bls12, _, _>(
-        SyntheticCircuit::new(5, 0),
-        &mut rng,
-    )
-    .unwrap();
+    let small =
+        groth16::generate_random_parameters::<Bls12, _, _>(SyntheticCircuit::new(5, 0), &mut rng)
+            .unwrap();
     let r = prove_circuit(
         &CpuBackend,
         &small,

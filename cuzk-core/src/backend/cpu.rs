@@ -98,15 +98,20 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     fn naive_g1(points: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
-        points.iter().zip(scalars).map(|(p, s)| p.to_curve() * s).sum()
+        points
+            .iter()
+            .zip(scalars)
+            .map(|(p, s)| p.to_curve() * s)
+            .sum()
     }
 
     #[test]
     fn msm_g1_matches_naive_including_edge_cases() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         for n in [1usize, 2, 3, 31, 32, 33, 100, 257] {
-            let mut points: Vec<G1Affine> =
-                (0..n).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
+            let mut points: Vec<G1Affine> = (0..n)
+                .map(|_| G1Projective::random(&mut rng).to_affine())
+                .collect();
             let mut scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
             // Edge cases: a zero scalar, the scalar one, r - 1, a point at infinity, a
             // repeated point.
@@ -120,7 +125,11 @@ mod tests {
                 points[2] = points[1];
             }
             let got = msm_g1(&points, &scalars).unwrap();
-            assert_eq!(got.to_affine(), naive_g1(&points, &scalars).to_affine(), "n={n}");
+            assert_eq!(
+                got.to_affine(),
+                naive_g1(&points, &scalars).to_affine(),
+                "n={n}"
+            );
         }
     }
 
@@ -128,11 +137,19 @@ mod tests {
     fn msm_g2_matches_naive() {
         let mut rng = ChaCha8Rng::seed_from_u64(8);
         for n in [1usize, 5, 40] {
-            let points: Vec<G2Affine> =
-                (0..n).map(|_| G2Projective::random(&mut rng).to_affine()).collect();
+            let points: Vec<G2Affine> = (0..n)
+                .map(|_| G2Projective::random(&mut rng).to_affine())
+                .collect();
             let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
-            let expect: G2Projective = points.iter().zip(&scalars).map(|(p, s)| p.to_curve() * s).sum();
-            assert_eq!(msm_g2(&points, &scalars).unwrap().to_affine(), expect.to_affine());
+            let expect: G2Projective = points
+                .iter()
+                .zip(&scalars)
+                .map(|(p, s)| p.to_curve() * s)
+                .sum();
+            assert_eq!(
+                msm_g2(&points, &scalars).unwrap().to_affine(),
+                expect.to_affine()
+            );
         }
     }
 
@@ -146,6 +163,9 @@ mod tests {
         ));
         // Extra bases are ignored.
         let p2 = [G1Affine::generator(), G1Affine::generator()];
-        assert_eq!(msm_g1(&p2, &[Scalar::ONE]).unwrap().to_affine(), G1Affine::generator());
+        assert_eq!(
+            msm_g1(&p2, &[Scalar::ONE]).unwrap().to_affine(),
+            G1Affine::generator()
+        );
     }
 }

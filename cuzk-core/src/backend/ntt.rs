@@ -110,7 +110,10 @@ pub fn h_polynomial(
         domain.intt(v);
         domain.coset_ntt(v);
     };
-    rayon::join(|| to_coset(&mut a), || rayon::join(|| to_coset(&mut b), || to_coset(&mut c)));
+    rayon::join(
+        || to_coset(&mut a),
+        || rayon::join(|| to_coset(&mut b), || to_coset(&mut c)),
+    );
     let z_inv = domain.z_inv_on_coset();
     a.par_iter_mut()
         .zip(b.par_iter())
@@ -178,7 +181,13 @@ fn transform(a: &mut [Scalar], omega: Scalar, log_n: u32) {
 }
 
 #[inline]
-fn butterflies(lo: &mut [Scalar], hi: &mut [Scalar], twiddles: &[Scalar], stride: usize, j0: usize) {
+fn butterflies(
+    lo: &mut [Scalar],
+    hi: &mut [Scalar],
+    twiddles: &[Scalar],
+    stride: usize,
+    j0: usize,
+) {
     for (j, (x, y)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
         let t = *y * twiddles[(j0 + j) * stride];
         *y = *x - t;
@@ -190,13 +199,15 @@ fn butterflies(lo: &mut [Scalar], hi: &mut [Scalar], twiddles: &[Scalar], stride
 fn powers(w: Scalar, count: usize) -> Vec<Scalar> {
     const CHUNK: usize = 1 << 12;
     let mut out = vec![Scalar::ZERO; count];
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(ci, chunk)| {
-        let mut x = w.pow_vartime([(ci * CHUNK) as u64]);
-        for v in chunk {
-            *v = x;
-            x *= w;
-        }
-    });
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(ci, chunk)| {
+            let mut x = w.pow_vartime([(ci * CHUNK) as u64]);
+            for v in chunk {
+                *v = x;
+                x *= w;
+            }
+        });
     out
 }
 
@@ -290,7 +301,11 @@ mod tests {
 
     #[test]
     fn rejects_mismatched_lengths() {
-        let r = h_polynomial(vec![Scalar::ONE; 3], vec![Scalar::ONE; 2], vec![Scalar::ONE; 3]);
+        let r = h_polynomial(
+            vec![Scalar::ONE; 3],
+            vec![Scalar::ONE; 2],
+            vec![Scalar::ONE; 3],
+        );
         assert!(matches!(r, Err(BackendError::LengthMismatch { .. })));
     }
 }

@@ -127,7 +127,12 @@ impl Circuit<Scalar> for SyntheticCircuit {
                     |l| l + x,
                 );
             } else {
-                cs.enforce(|| "mul", |l| l + p + q, |l| l + r + (k, CS::one()), |l| l + x);
+                cs.enforce(
+                    || "mul",
+                    |l| l + p + q,
+                    |l| l + r + (k, CS::one()),
+                    |l| l + x,
+                );
             }
             acc = acc + x;
             recent = [x, p, q, r];
@@ -155,7 +160,10 @@ mod tests {
             for i in 0..s.num_constraints() {
                 assert_eq!(s.a[i] * s.b[i], s.c[i], "constraint {i} at log {log}");
             }
-            assert_eq!(s.public_inputs(), SyntheticCircuit::new(log, 42).public_inputs());
+            assert_eq!(
+                s.public_inputs(),
+                SyntheticCircuit::new(log, 42).public_inputs()
+            );
         }
     }
 }

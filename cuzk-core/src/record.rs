@@ -1,0 +1,179 @@
+//! The engine's record of one accepted job: identity, the task, progress of its partitions,
+//! and a watch channel that AwaitProof waits on.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use crate::job::{JobId, JobState, JobTimings, Priority, ProofKind};
+use crate::kinds::ProofTask;
+use crate::srs::SrsEntry;
+
+pub struct Job {
+    pub id: JobId,
+    /// Admission order, for FIFO within a priority.
+    pub seq: u64,
+    pub request_id: String,
+    pub kind: ProofKind,
+    pub priority: Priority,
+    pub task: Arc<dyn ProofTask>,
+    pub submitted: Instant,
+    state: watch::Sender<JobState>,
+    progress: Mutex<Progress>,
+}
+
+#[derive(Default)]
+struct Progress {
+    proofs: Vec<Option<Vec<u8>>>,
+    remaining: usize,
+    srs: Option<Arc<SrsEntry>>,
+    timings: JobTimings,
+    first_start: Option<Instant>,
+    finished: Option<Instant>,
+}
+
+/// What AwaitProof returns for a finished job.
+#[derive(Clone, Debug)]
+pub struct JobOutcome {
+    pub state: JobState,
+    pub proof: Vec<u8>,
+    pub timings: JobTimings,
+}
+
+impl Job {
+    pub fn new(
+        id: JobId,
+        seq: u64,
+        request_id: String,
+        priority: Priority,
+        task: Arc<dyn ProofTask>,
+    ) -> Self {
+        let n = task.partitions();
+        Job {
+            id,
+            seq,
+            request_id,
+            kind: task.kind(),
+            priority,
+            task,
+            submitted: Instant::now(),
+            state: watch::Sender::new(JobState::Queued),
+            progress: Mutex::new(Progress {
+                proofs: vec![None; n],
+                remaining: n,
+                ..Progress::default()
+            }),
+        }
+    }
+
+    pub fn state(&self) -> JobState {
+        self.state.borrow().clone()
+    }
+
+    pub fn is_live(&self) -> bool {
+        !self.state.borrow().is_final()
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<JobState> {
+        self.state.subscribe()
+    }
+
+    /// Move to a final state unless already final; true if this call did it.
+    pub fn finish(&self, state: JobState) -> bool {
+        debug_assert!(state.is_final());
+        let changed = self.state.send_if_modified(|s| {
+            if s.is_final() {
+                return false;
+            }
+            *s = state;
+            true
+        });
+        if changed {
+            let mut p = self.progress.lock();
+            p.finished = Some(Instant::now());
+            p.timings.total = self.submitted.elapsed();
+            // The proving key is no longer needed by this job: release our reference.
+            p.srs = None;
+        }
+        changed
+    }
+
+    /// A partition starts synthesis: the job is running; the first start ends its queue wait.
+    pub fn mark_started(&self) {
+        self.state.send_if_modified(|s| {
+            if *s == JobState::Queued {
+                *s = JobState::Running;
+                true
+            } else {
+                false
+            }
+        });
+        let mut p = self.progress.lock();
+        if p.first_start.is_none() {
+            p.first_start = Some(Instant::now());
+            p.timings.queue_wait = self.submitted.elapsed();
+        }
+    }
+
+    /// The parameter set for this job, loading it through `load` on first use.
+    pub fn srs(
+        &self,
+        load: impl FnOnce() -> crate::Result<Arc<SrsEntry>>,
+    ) -> crate::Result<Arc<SrsEntry>> {
+        if let Some(srs) = self.progress.lock().srs.clone() {
+            return Ok(srs);
+        }
+        let t = Instant::now();
+        let srs = load()?;
+        let mut p = self.progress.lock();
+        p.timings.srs_load += t.elapsed();
+        p.srs = Some(srs.clone());
+        Ok(srs)
+    }
+
+    pub fn add_synthesis(&self, d: Duration) {
+        self.progress.lock().timings.synthesis += d;
+    }
+
+    pub fn add_gpu(&self, d: Duration) {
+        self.progress.lock().timings.gpu_compute += d;
+    }
+
+    /// Record partition `index`'s proof; returns the concatenated proof once all are in.
+    pub fn store_partition(&self, index: usize, proof: Vec<u8>) -> Option<Vec<u8>> {
+        let mut p = self.progress.lock();
+        if p.proofs[index].replace(proof).is_none() {
+            p.remaining -= 1;
+        }
+        if p.remaining > 0 {
+            return None;
+        }
+        Some(p.proofs.iter().flatten().flatten().copied().collect())
+    }
+
+    /// The outcome of a finished job (None while it runs).
+    pub fn outcome(&self) -> Option<JobOutcome> {
+        let state = self.state();
+        if !state.is_final() {
+            return None;
+        }
+        let p = self.progress.lock();
+        let proof = if state == JobState::Completed {
+            p.proofs.iter().flatten().flatten().copied().collect()
+        } else {
+            Vec::new()
+        };
+        Some(JobOutcome {
+            state,
+            proof,
+            timings: p.timings.clone(),
+        })
+    }
+
+    /// When the job finished, for retention.
+    pub fn finished_at(&self) -> Option<Instant> {
+        self.progress.lock().finished
+    }
+}

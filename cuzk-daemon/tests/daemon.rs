@@ -1,0 +1,455 @@
+//! The daemon end to end over real sockets: a real `cuzk-daemon` process, the real client
+//! library, synthetic proofs verified with bellperson's verifier, and its TIMELINE parsed back.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bellperson::groth16::{self, Proof};
+use blstrs::Bls12;
+use cuzk_client::rpc::{self, Client};
+use cuzk_client::spawn::SpawnedDaemon;
+use cuzk_core::kinds::synthetic::SyntheticCircuit;
+use cuzk_core::kinds::KindRequest;
+use cuzk_core::{Priority, ProofKind};
+use cuzk_proto::v1 as pb;
+use pb::await_proof_response::Status as AwaitStatus;
+use tonic::Code;
+
+/// Parameter files persist across runs (CI's second run skips generation).
+fn param_dir() -> PathBuf {
+    std::env::var_os("CUZK_PARAM_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/tmp".into()))
+                .join(".cache/cuzk/params")
+        })
+}
+
+struct Daemon {
+    inner: Option<SpawnedDaemon>,
+    client: Client,
+    _logdir: tempfile::TempDir,
+    log: PathBuf,
+}
+
+impl Daemon {
+    async fn start(extra: &[&str]) -> Daemon {
+        std::env::set_var("CUZK_DAEMON", env!("CARGO_BIN_EXE_cuzk-daemon"));
+        let logdir = tempfile::tempdir().unwrap();
+        let log = logdir.path().join("daemon.log");
+        let mut args: Vec<String> = vec![
+            "--backend".into(),
+            "cpu".into(),
+            "--param-dir".into(),
+            param_dir().display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let d = SpawnedDaemon::start(&args, &log)
+            .await
+            .expect("daemon starts");
+        let client = rpc::connect(&d.addr).await.expect("client connects");
+        Daemon {
+            inner: Some(d),
+            client,
+            _logdir: logdir,
+            log,
+        }
+    }
+
+    /// Stop the daemon and return its TIMELINE lines.
+    async fn stop(mut self) -> Vec<Event> {
+        self.inner.take().unwrap().stop().await.unwrap();
+        parse_timeline(&std::fs::read_to_string(&self.log).unwrap())
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Event {
+    ms: f64,
+    name: String,
+    job: String,
+    detail: HashMap<String, String>,
+}
+
+fn parse_timeline(log: &str) -> Vec<Event> {
+    let mut out: Vec<Event> = log
+        .lines()
+        .filter(|l| l.starts_with("TIMELINE,"))
+        .map(|l| {
+            let f: Vec<&str> = l.splitn(5, ',').collect();
+            assert_eq!(f.len(), 5, "malformed TIMELINE line {l:?}");
+            let detail = f[4]
+                .split(';')
+                .filter(|kv| !kv.is_empty())
+                .map(|kv| {
+                    let (k, v) = kv.split_once('=').expect("key=value");
+                    (k.to_string(), v.to_string())
+                })
+                .collect();
+            Event {
+                ms: f[1].parse().expect("offset is a number"),
+                name: f[2].to_string(),
+                job: f[3].to_string(),
+                detail,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.ms.total_cmp(&b.ms));
+    out
+}
+
+fn synthetic(
+    log: u32,
+    partitions: u32,
+    seed: u64,
+    priority: Option<Priority>,
+) -> pb::SubmitProofRequest {
+    rpc::submit_request(
+        rpc::synthetic_request(log, partitions, seed),
+        priority,
+        String::new(),
+    )
+}
+
+/// Check each 192-byte partition proof against the synthetic key and its public inputs.
+fn verify_synthetic(proof: &[u8], log: u32, partitions: u32, seed: u64) {
+    assert_eq!(proof.len(), 192 * partitions as usize);
+    let path = param_dir().join(format!("cuzk-synthetic-2^{log}-v1.params"));
+    let params = cuzk_core::srs::read_params(Path::new(&path)).unwrap();
+    let pvk = groth16::prepare_verifying_key(&params.vk);
+    for (i, chunk) in proof.chunks(192).enumerate() {
+        let p = Proof::<Bls12>::read(chunk).unwrap();
+        let inputs = SyntheticCircuit::new(log, seed + i as u64).public_inputs();
+        assert!(
+            groth16::verify_proof(&pvk, &p, &inputs).unwrap(),
+            "partition {i} of 2^{log}"
+        );
+    }
+}
+
+async fn await_done(c: &mut Client, id: &str) -> pb::AwaitProofResponse {
+    c.await_proof(pb::AwaitProofRequest {
+        job_id: id.into(),
+        timeout_ms: 0,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn proves_several_sizes_concurrently_and_timeline_is_complete() {
+    let mut d = Daemon::start(&["--synthesis-workers", "2"]).await;
+    let jobs = [(10u32, 1u32, 5u64), (12, 2, 6), (11, 3, 7), (10, 1, 8)];
+    let mut ids = Vec::new();
+    for (log, parts, seed) in jobs {
+        let r = d
+            .client
+            .submit_proof(synthetic(log, parts, seed, None))
+            .await
+            .unwrap();
+        ids.push(r.into_inner().job_id);
+    }
+    // Await concurrently from separate connections.
+    let mut waits = Vec::new();
+    for id in &ids {
+        let mut c = d.client.clone();
+        let id = id.clone();
+        waits.push(tokio::spawn(async move { await_done(&mut c, &id).await }));
+    }
+    for ((log, parts, seed), w) in jobs.into_iter().zip(waits) {
+        let r = w.await.unwrap();
+        assert_eq!(
+            r.status,
+            AwaitStatus::Completed as i32,
+            "{}",
+            r.error_message
+        );
+        verify_synthetic(&r.proof, log, parts, seed);
+        assert!(r.total_ms >= r.synthesis_ms.min(r.total_ms));
+    }
+    let status = d
+        .client
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.total_proofs_completed, 4);
+    assert_eq!(status.backend, "cpu");
+    assert!(status
+        .loaded_srs
+        .iter()
+        .any(|s| s.circuit_id == "synthetic-2^12"));
+
+    let events = d.stop().await;
+    for (id, (_, parts, _)) in ids.iter().zip(jobs) {
+        let mine: Vec<&Event> = events.iter().filter(|e| &e.job == id).collect();
+        let first = |name: &str| {
+            mine.iter()
+                .position(|e| e.name == name)
+                .unwrap_or_else(|| panic!("{id}: no {name}"))
+        };
+        assert_eq!(mine[0].name, "JOB_QUEUED", "{id}");
+        assert_eq!(mine.last().unwrap().name, "JOB_DONE", "{id}");
+        assert!(
+            first("SYNTH_START") < first("GPU_START") && first("GPU_START") < first("JOB_DONE")
+        );
+        for p in 0..parts {
+            let p = p.to_string();
+            let order: Vec<&str> = mine
+                .iter()
+                .filter(|e| e.detail.get("partition") == Some(&p))
+                .map(|e| e.name.as_str())
+                .collect();
+            assert_eq!(
+                order,
+                [
+                    "SYNTH_START",
+                    "SYNTH_END",
+                    "GPU_QUEUE",
+                    "GPU_LOCK_WAIT",
+                    "GPU_START",
+                    "NTT_END",
+                    "MSM_END",
+                    "GPU_END",
+                    "FINALIZE_END"
+                ],
+                "{id} partition {p}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn critical_job_submitted_behind_normal_ones_starts_first() {
+    // One synthesis worker and a small device queue: the NORMAL jobs pile up in the queue.
+    let mut d = Daemon::start(&["--synthesis-workers", "1"]).await;
+    let mut normal = Vec::new();
+    for seed in 0..4 {
+        let r = d
+            .client
+            .submit_proof(synthetic(13, 1, 100 + seed, Some(Priority::Normal)))
+            .await
+            .unwrap();
+        normal.push(r.into_inner().job_id);
+    }
+    let critical = d
+        .client
+        .submit_proof(synthetic(10, 1, 200, Some(Priority::Critical)))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    for id in normal.iter().chain([&critical]) {
+        let r = await_done(&mut d.client, id).await;
+        assert_eq!(
+            r.status,
+            AwaitStatus::Completed as i32,
+            "{}",
+            r.error_message
+        );
+    }
+    let events = d.stop().await;
+    let start = |id: &str| {
+        events
+            .iter()
+            .find(|e| e.job == id && e.name == "SYNTH_START")
+            .map(|e| e.ms)
+            .unwrap()
+    };
+    // The first NORMAL job was already running when CRITICAL arrived; the last ones were
+    // still queued and must start after it.
+    assert!(
+        start(&critical) < start(&normal[3]),
+        "critical did not overtake"
+    );
+    assert!(
+        start(&critical) < start(&normal[2]),
+        "critical did not overtake"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_a_queued_job_and_bad_input_gets_clear_errors() {
+    let mut d = Daemon::start(&["--synthesis-workers", "1", "--max-queued-jobs", "2"]).await;
+    let c = &mut d.client;
+    // A long job occupies the only synthesis worker...
+    let busy = c
+        .submit_proof(synthetic(14, 2, 1, None))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // ...so these wait in the queue.
+    let queued = c
+        .submit_proof(synthetic(10, 1, 2, None))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    let _second = c
+        .submit_proof(synthetic(10, 1, 3, None))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    // The queue holds 2 jobs: the next is refused.
+    let full = c.submit_proof(synthetic(10, 1, 4, None)).await.unwrap_err();
+    assert_eq!(full.code(), Code::ResourceExhausted, "{full:?}");
+
+    let was_running = c
+        .cancel_proof(pb::CancelProofRequest {
+            job_id: queued.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .was_running;
+    assert!(!was_running);
+    let r = await_done(c, &queued).await;
+    assert_eq!(r.status, AwaitStatus::Cancelled as i32);
+
+    // A timeout answers TIMEOUT and leaves the job alone.
+    let t = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: busy.clone(),
+            timeout_ms: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(t.status, AwaitStatus::Timeout as i32);
+
+    // Bad input, each named.
+    let bad = |f: fn(&mut pb::SubmitProofRequest)| {
+        let mut r = synthetic(10, 1, 1, None);
+        f(&mut r);
+        r
+    };
+    let cases: Vec<(pb::SubmitProofRequest, &str)> = vec![
+        (bad(|r| r.proof_kind = 77), "proof_kind"),
+        (bad(|r| r.proof_kind = 0), "proof_kind"),
+        (bad(|r| r.priority = 9), "priority"),
+        (bad(|r| r.synthetic_log_size = 40), "synthetic_log_size"),
+        (bad(|r| r.synthetic_partitions = 0), "synthetic_partitions"),
+        (
+            rpc::submit_request(
+                KindRequest::new(ProofKind::PorepSealCommit),
+                None,
+                String::new(),
+            ),
+            "vanilla_proof",
+        ),
+        (
+            {
+                let mut k = KindRequest::new(ProofKind::WinningPost);
+                k.randomness = vec![0; 31];
+                k.vanilla_proofs = vec![vec![1, 2, 3]];
+                rpc::submit_request(k, None, String::new())
+            },
+            "randomness",
+        ),
+    ];
+    for (req, field) in cases {
+        let e = c.submit_proof(req).await.unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+        assert!(
+            e.message().contains(field),
+            "{:?} should name {field}",
+            e.message()
+        );
+    }
+    let nf = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: "no-such-job".into(),
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(nf.code(), Code::NotFound);
+    let nf = c
+        .cancel_proof(pb::CancelProofRequest {
+            job_id: "nope".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(nf.code(), Code::NotFound);
+    let unknown_srs = c
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: "bogus".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown_srs.code(), Code::InvalidArgument);
+
+    // The daemon still serves, and the long job completes.
+    let r = await_done(c, &busy).await;
+    assert_eq!(
+        r.status,
+        AwaitStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    verify_synthetic(&r.proof, 14, 2, 1);
+    let events = d.stop().await;
+    assert!(events
+        .iter()
+        .any(|e| e.job == queued && e.name == "JOB_CANCELLED"));
+    assert!(!events
+        .iter()
+        .any(|e| e.job == queued && e.name == "SYNTH_START"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn request_id_is_idempotent_and_unix_socket_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("cuzk.sock");
+    let mut d = Daemon::start(&["--unix-socket", sock.to_str().unwrap()]).await;
+    let mut req = synthetic(10, 1, 9, None);
+    req.request_id = "curio-42".into();
+    let a = d
+        .client
+        .submit_proof(req.clone())
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    let b = d
+        .client
+        .submit_proof(req)
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    assert_eq!(a, b);
+
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let mut unix = rpc::connect(&format!("unix:{}", sock.display()))
+        .await
+        .unwrap();
+    let r = await_done(&mut unix, &a).await;
+    assert_eq!(
+        r.status,
+        AwaitStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    verify_synthetic(&r.proof, 10, 1, 9);
+    let metrics = unix
+        .get_metrics(pb::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        metrics
+            .prometheus_text
+            .contains("cuzk_jobs_finished_total{kind=\"synthetic\",status=\"completed\"} 1"),
+        "{}",
+        metrics.prometheus_text
+    );
+    d.stop().await;
+}

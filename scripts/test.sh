@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): installs what the tests need on a fresh machine, then
+# runs the whole test suite. GPU tests skip with a message where there is no GPU.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+# nvcc from NVIDIA's wheels, so every kernel is compiled here too: a broken kernel fails.
+export NVCC="$(bash scripts/install-nvcc.sh | tail -1)"
+# Parameter files (synthetic and Filecoin test sizes) are generated once and kept here.
+export CUZK_PARAM_CACHE="${CUZK_PARAM_CACHE:-$HOME/.cache/cuzk/params}"
+mkdir -p "$CUZK_PARAM_CACHE"
+jobs="${CARGO_BUILD_JOBS:-2}"
+
+cargo fmt --all -- --check
+cargo test --workspace -j"$jobs" --no-fail-fast 2>&1 | tee "${CUZK_TEST_LOG:-/tmp/cuzk-test.log}"
+if [[ -x scripts/check-waterfall.sh ]] || [[ -f scripts/check-waterfall.sh ]]; then
+    bash scripts/check-waterfall.sh
+fi
