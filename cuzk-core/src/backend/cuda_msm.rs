@@ -1,0 +1,234 @@
+//! MSMs for the CUDA backend: G1 and G2 Pippenger on the GPU (cuzk_kernels::msm), with the
+//! parameters' base vectors kept resident on the device.
+//!
+//! Residency: bases arrive with the parameter set's id and the query they come from. The
+//! first MSM over a (srs_id, query) uploads the vector and keeps it while the device's
+//! resident budget allows, so a warm proof uploads only scalars. Ad-hoc bases are never
+//! kept. When a new vector does not fit, the least recently used vectors are dropped first;
+//! one that can never fit is uploaded per call instead. `evict` (EvictSRS) frees a set.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use blstrs::{G1Projective, G2Projective, Scalar};
+use cuzk_kernels::msm::{self, Bases, DeviceBases, MsmGroup, G1, G2};
+use cuzk_kernels::GpuDevice;
+
+use super::device_error;
+use crate::backend::{BackendError, G1Bases, G2Bases, Query};
+
+/// Share of a device's memory that resident bases may take by default; the rest is the
+/// MSM and NTT working space (an MSM of 2^27 in G1 needs about 12 GB of it).
+const DEFAULT_RESIDENT_SHARE: f64 = 0.6;
+
+pub fn msm_g1(
+    dev: &GpuDevice,
+    bases: G1Bases<'_>,
+    scalars: &[Scalar],
+) -> Result<G1Projective, BackendError> {
+    check_shape(bases.points.len(), scalars.len())?;
+    let points = &bases.points[..scalars.len()];
+    match resident::<G1>(dev, bases.srs_id, bases.query, bases.points)? {
+        Some(d) => msm::msm_g1(dev, Bases::Device(&d), scalars),
+        None => msm::msm_g1(dev, Bases::Host(points), scalars),
+    }
+    .map_err(device_error)
+}
+
+pub fn msm_g2(
+    dev: &GpuDevice,
+    bases: G2Bases<'_>,
+    scalars: &[Scalar],
+) -> Result<G2Projective, BackendError> {
+    check_shape(bases.points.len(), scalars.len())?;
+    let points = &bases.points[..scalars.len()];
+    match resident::<G2>(dev, bases.srs_id, bases.query, bases.points)? {
+        Some(d) => msm::msm_g2(dev, Bases::Device(&d), scalars),
+        None => msm::msm_g2(dev, Bases::Host(points), scalars),
+    }
+    .map_err(device_error)
+}
+
+/// Frees every vector kept for `srs_id` on this device (EvictSRS).
+pub fn evict(dev: &GpuDevice, srs_id: &str) {
+    let cache = device_cache(dev);
+    let mut cache = lock(&cache);
+    cache.entries.retain(|(id, _), _| id != srs_id);
+}
+
+/// Device bytes held by resident bases on this device.
+pub fn resident_bytes(dev: &GpuDevice) -> usize {
+    lock(&device_cache(dev)).bytes()
+}
+
+/// Sets the resident budget of this device in bytes (default: 60% of its memory).
+/// Vectors already resident beyond a lowered budget are dropped, least recently used first.
+pub fn set_resident_budget(dev: &GpuDevice, bytes: usize) {
+    let cache = device_cache(dev);
+    let mut cache = lock(&cache);
+    cache.budget = Some(bytes);
+    cache.shrink_to(bytes);
+}
+
+fn check_shape(points: usize, scalars: usize) -> Result<(), BackendError> {
+    if points < scalars {
+        return Err(BackendError::MsmShape { points, scalars });
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+
+enum Resident {
+    G1(Arc<DeviceBases<G1>>),
+    G2(Arc<DeviceBases<G2>>),
+}
+
+struct Entry {
+    bases: Resident,
+    bytes: usize,
+    /// First and last point as uploaded: a different vector under the same key (a
+    /// parameter file replaced under the same id) is caught and re-uploaded.
+    fingerprint: Vec<u8>,
+    last_use: u64,
+}
+
+#[derive(Default)]
+struct DeviceCache {
+    entries: HashMap<(String, Query), Entry>,
+    budget: Option<usize>,
+    clock: u64,
+}
+
+impl DeviceCache {
+    fn bytes(&self) -> usize {
+        self.entries.values().map(|e| e.bytes).sum()
+    }
+
+    fn shrink_to(&mut self, limit: usize) {
+        while self.bytes() > limit {
+            let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.last_use)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            self.entries.remove(&oldest);
+        }
+    }
+}
+
+type SharedCache = Arc<Mutex<DeviceCache>>;
+
+fn device_cache(dev: &GpuDevice) -> SharedCache {
+    static CACHES: OnceLock<Mutex<HashMap<usize, SharedCache>>> = OnceLock::new();
+    let all = CACHES.get_or_init(Default::default);
+    lock(all).entry(dev.ordinal()).or_default().clone()
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Entries are inserted whole; a panic elsewhere leaves nothing half-written.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Per-group access to the cache's typed entries.
+trait Residency: MsmGroup + Sized {
+    fn wrap(d: Arc<DeviceBases<Self>>) -> Resident;
+    fn unwrap(r: &Resident) -> Option<Arc<DeviceBases<Self>>>;
+}
+
+impl Residency for G1 {
+    fn wrap(d: Arc<DeviceBases<G1>>) -> Resident {
+        Resident::G1(d)
+    }
+    fn unwrap(r: &Resident) -> Option<Arc<DeviceBases<G1>>> {
+        match r {
+            Resident::G1(d) => Some(d.clone()),
+            Resident::G2(_) => None,
+        }
+    }
+}
+
+impl Residency for G2 {
+    fn wrap(d: Arc<DeviceBases<G2>>) -> Resident {
+        Resident::G2(d)
+    }
+    fn unwrap(r: &Resident) -> Option<Arc<DeviceBases<G2>>> {
+        match r {
+            Resident::G2(d) => Some(d.clone()),
+            Resident::G1(_) => None,
+        }
+    }
+}
+
+fn fingerprint<A: Copy>(points: &[A]) -> Vec<u8> {
+    let bytes = |p: &A| {
+        // SAFETY: the affine points are plain limb structs (blst_p1_affine / blst_p2_affine).
+        unsafe { std::slice::from_raw_parts(p as *const A as *const u8, std::mem::size_of::<A>()) }
+            .to_vec()
+    };
+    let mut f = (points.len() as u64).to_le_bytes().to_vec();
+    if let (Some(a), Some(b)) = (points.first(), points.last()) {
+        f.extend(bytes(a));
+        f.extend(bytes(b));
+    }
+    f
+}
+
+/// The resident copy of `points` for (srs_id, query), uploading it if it fits the budget;
+/// None where the bases are ad hoc or too large to keep.
+fn resident<G: Residency>(
+    dev: &GpuDevice,
+    srs_id: &str,
+    query: Query,
+    points: &[G::Affine],
+) -> Result<Option<Arc<DeviceBases<G>>>, BackendError> {
+    if query == Query::Adhoc || points.is_empty() {
+        return Ok(None);
+    }
+    let cache = device_cache(dev);
+    let mut cache = lock(&cache);
+    cache.clock += 1;
+    let now = cache.clock;
+    let key = (srs_id.to_owned(), query);
+    let print = fingerprint(points);
+    if let Some(e) = cache.entries.get_mut(&key) {
+        if e.fingerprint == print {
+            if let Some(d) = G::unwrap(&e.bases) {
+                e.last_use = now;
+                return Ok(Some(d));
+            }
+        }
+        cache.entries.remove(&key);
+    }
+
+    let bytes = std::mem::size_of_val(points);
+    let budget = match cache.budget {
+        Some(b) => b,
+        None => {
+            let total = dev.total_mem().map_err(device_error)?;
+            (total as f64 * DEFAULT_RESIDENT_SHARE) as usize
+        }
+    };
+    if bytes > budget {
+        return Ok(None);
+    }
+    cache.shrink_to(budget - bytes);
+    let d = match DeviceBases::<G>::upload(dev, points) {
+        Ok(d) => Arc::new(d),
+        // Out of device memory right now: run this MSM from host bases, keep nothing.
+        Err(_) => return Ok(None),
+    };
+    cache.entries.insert(
+        key,
+        Entry {
+            bases: G::wrap(d.clone()),
+            bytes,
+            fingerprint: print,
+            last_use: now,
+        },
+    );
+    Ok(Some(d))
+}

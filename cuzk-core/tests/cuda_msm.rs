@@ -1,0 +1,330 @@
+//! The GPU MSM against the CPU backend: G1 and G2 results bit-identical on fresh random
+//! inputs at many sizes and on edge cases (zero scalars, one, r - 1, points at infinity,
+//! repeated and opposite points, every scalar equal), through the chunked path, and through
+//! the resident-bases cache.
+//!
+//! Skips (printing "SKIP: no CUDA device ...") where there is no driver, device or kernels.
+//! CUZK_MSM_TEST_MAX_LOG caps the random sizes (default 16; the device run uses 24), and
+//! CUZK_MSM_TEST_CPU_MAX_LOG the sizes also run on the CPU (default 22). Beyond that the
+//! reference is exact algebra: the points are A_j + k S (k the index inside block j), so
+//! sum_i s_i P_i = sum_j (sum_{i in j} s_i) A_j + (sum_i s_i k_i) S.
+
+use std::time::Instant;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_core::backend::cpu;
+use cuzk_core::backend::cuda::msm as gpu;
+use cuzk_core::backend::{G1Bases, G2Bases, Query};
+use cuzk_kernels::GpuDevice;
+use ff::Field;
+use group::{Curve, Group};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
+
+const BLOCKS: usize = 64;
+
+fn device() -> Option<GpuDevice> {
+    match GpuDevice::open(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            println!("SKIP: no CUDA device ({e})");
+            None
+        }
+    }
+}
+
+fn env_log(name: &str, default: u32) -> u32 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn fresh_rng() -> ChaCha20Rng {
+    let seed: u64 = rand::thread_rng().gen();
+    println!("seed {seed}");
+    ChaCha20Rng::seed_from_u64(seed)
+}
+
+/// Full-width random scalars, fast: each block runs x <- x k + s from random k, s, x.
+fn random_scalars(n: usize, rng: &mut ChaCha20Rng) -> Vec<Scalar> {
+    let per = n.div_ceil(BLOCKS).max(1);
+    let seeds: Vec<[Scalar; 3]> = (0..n.div_ceil(per))
+        .map(|_| [(); 3].map(|_| Scalar::random(&mut *rng)))
+        .collect();
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(per)
+        .zip(seeds)
+        .for_each(|(c, [k, s, mut x])| {
+            for v in c {
+                x = x * k + s;
+                *v = x;
+            }
+        });
+    out
+}
+
+/// Points A_j + k S for block j, index k inside it (see the module comment).
+trait TestGroup: Group<Scalar = Scalar> + Send + Sync {
+    type Aff: Copy + Default + Send + Sync + PartialEq + std::fmt::Debug;
+    fn cpu(points: &[Self::Aff], scalars: &[Scalar]) -> Self;
+    fn gpu(dev: &GpuDevice, srs: &str, q: Query, p: &[Self::Aff], s: &[Scalar]) -> Self;
+    fn aff(&self) -> Self::Aff;
+    fn batch(p: &[Self], out: &mut [Self::Aff]);
+    fn from_aff(a: Self::Aff) -> Self;
+}
+
+impl TestGroup for G1Projective {
+    type Aff = G1Affine;
+    fn aff(&self) -> G1Affine {
+        Curve::to_affine(self)
+    }
+    fn batch(p: &[Self], out: &mut [G1Affine]) {
+        Self::batch_normalize(p, out)
+    }
+    fn from_aff(a: G1Affine) -> Self {
+        a.into()
+    }
+    fn cpu(points: &[G1Affine], scalars: &[Scalar]) -> Self {
+        cpu::msm_g1(points, scalars).unwrap()
+    }
+    fn gpu(dev: &GpuDevice, srs: &str, q: Query, p: &[G1Affine], s: &[Scalar]) -> Self {
+        let bases = G1Bases {
+            srs_id: srs,
+            query: q,
+            points: p,
+        };
+        gpu::msm_g1(dev, bases, s).unwrap()
+    }
+}
+
+impl TestGroup for G2Projective {
+    type Aff = G2Affine;
+    fn aff(&self) -> G2Affine {
+        Curve::to_affine(self)
+    }
+    fn batch(p: &[Self], out: &mut [G2Affine]) {
+        Self::batch_normalize(p, out)
+    }
+    fn from_aff(a: G2Affine) -> Self {
+        a.into()
+    }
+    fn cpu(points: &[G2Affine], scalars: &[Scalar]) -> Self {
+        cpu::msm_g2(points, scalars).unwrap()
+    }
+    fn gpu(dev: &GpuDevice, srs: &str, q: Query, p: &[G2Affine], s: &[Scalar]) -> Self {
+        let bases = G2Bases {
+            srs_id: srs,
+            query: q,
+            points: p,
+        };
+        gpu::msm_g2(dev, bases, s).unwrap()
+    }
+}
+
+struct Points<G: TestGroup> {
+    affine: Vec<G::Aff>,
+    starts: Vec<G>,
+    step: G,
+    per: usize,
+}
+
+fn random_points<G: TestGroup>(n: usize, rng: &mut ChaCha20Rng) -> Points<G> {
+    let per = n.div_ceil(BLOCKS).max(1);
+    let blocks = n.div_ceil(per);
+    let starts: Vec<G> = (0..blocks).map(|_| G::random(&mut *rng)).collect();
+    let step = G::random(&mut *rng);
+    let mut affine = vec![G::Aff::default(); n];
+    affine.par_chunks_mut(per).zip(&starts).for_each(|(c, a)| {
+        let mut p = *a;
+        let proj: Vec<G> = (0..c.len())
+            .map(|_| {
+                let q = p;
+                p += step;
+                q
+            })
+            .collect();
+        G::batch(&proj, c);
+    });
+    Points {
+        affine,
+        starts,
+        step,
+        per,
+    }
+}
+
+fn algebraic_msm<G: TestGroup>(p: &Points<G>, scalars: &[Scalar]) -> G {
+    let mut acc = G::identity();
+    let mut weighted = Scalar::ZERO;
+    for (j, chunk) in scalars.chunks(p.per).enumerate() {
+        let mut sum = Scalar::ZERO;
+        for (k, s) in chunk.iter().enumerate() {
+            sum += s;
+            weighted += *s * Scalar::from(k as u64);
+        }
+        acc += p.starts[j] * sum;
+    }
+    acc + p.step * weighted
+}
+
+fn check_random<G: TestGroup>(dev: &GpuDevice, what: &str, max_log: u32) {
+    let cpu_max = env_log("CUZK_MSM_TEST_CPU_MAX_LOG", 22);
+    let mut rng = fresh_rng();
+    let mut sizes = vec![1usize, 2, 3, 255, 1025];
+    sizes.extend(
+        [16u32, 20, 22, 24]
+            .iter()
+            .filter(|&&l| l <= max_log)
+            .map(|&l| 1usize << l),
+    );
+    let biggest = *sizes.last().unwrap();
+    let t = Instant::now();
+    let pts = random_points::<G>(biggest, &mut rng);
+    println!(
+        "{what}: {biggest} points in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+    for n in sizes {
+        // Fresh scalars, and a fresh window into the points, for every size.
+        let scalars = random_scalars(n, &mut rng);
+        let t = Instant::now();
+        let got = G::gpu(dev, "test", Query::Adhoc, &pts.affine[..n], &scalars);
+        let gpu_ms = t.elapsed().as_secs_f64() * 1e3;
+        let algebraic = algebraic_msm(&pts, &scalars);
+        assert_eq!(got.aff(), algebraic.aff(), "{what} n={n}: GPU != algebra");
+        let mut line = format!("{what} n={n}: gpu {gpu_ms:.1} ms (with upload)");
+        if n <= 1 << cpu_max {
+            let t = Instant::now();
+            let want = G::cpu(&pts.affine[..n], &scalars);
+            line += &format!(", cpu {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+            assert_eq!(got.aff(), want.aff(), "{what} n={n}: GPU != CPU");
+        }
+        println!("{line}: identical");
+    }
+}
+
+fn check_edges<G: TestGroup>(dev: &GpuDevice, what: &str) {
+    let mut rng = fresh_rng();
+    let n = 3000;
+    let pts = random_points::<G>(n, &mut rng).affine;
+    let minus_one = -Scalar::ONE;
+    let random = random_scalars(n, &mut rng);
+    let one_point = vec![pts[7]; n];
+    let mut with_inf = pts.clone();
+    for p in with_inf.iter_mut().step_by(3) {
+        *p = G::Aff::default(); // blst's infinity: x = y = 0
+    }
+    let mut opposite = pts.clone();
+    for i in (0..n).step_by(2) {
+        opposite[i + 1] = (-G::from_aff(opposite[i])).aff();
+    }
+    let mut paired = random.clone();
+    for i in (0..n).step_by(2) {
+        paired[i + 1] = paired[i];
+    }
+    let small: Vec<Scalar> = (0..n).map(|i| Scalar::from((i % 70) as u64)).collect();
+    let pow2: Vec<Scalar> = (0..n)
+        .map(|i| Scalar::from(2u64).pow_vartime([(i % 255) as u64]))
+        .collect();
+    let mut mixed = random.clone();
+    for (i, s) in mixed.iter_mut().enumerate() {
+        *s = match i % 5 {
+            0 => Scalar::ZERO,
+            1 => Scalar::ONE,
+            2 => minus_one,
+            _ => *s,
+        };
+    }
+    let same = vec![random[0]; n];
+    let cases: Vec<(&str, &[G::Aff], Vec<Scalar>)> = vec![
+        ("zero scalars", &pts, vec![Scalar::ZERO; n]),
+        ("scalar one", &pts, vec![Scalar::ONE; n]),
+        ("scalar r-1", &pts, vec![minus_one; n]),
+        ("mixed 0/1/r-1/random", &pts, mixed),
+        ("small scalars", &pts, small),
+        ("powers of two", &pts, pow2),
+        ("points at infinity", &with_inf, random.clone()),
+        ("all points equal", &one_point, random.clone()),
+        ("all equal, same scalar", &one_point, same.clone()),
+        ("P and -P, same scalars", &opposite, paired),
+        ("every scalar equal", &pts, same),
+        ("n=1 zero", &pts[..1], vec![Scalar::ZERO]),
+        ("n=1 one", &pts[..1], vec![Scalar::ONE]),
+        ("n=1 infinity", &with_inf[..1], vec![random[1]]),
+    ];
+    for (name, points, scalars) in cases {
+        let points = &points[..scalars.len()];
+        let got = G::gpu(dev, "test", Query::Adhoc, points, &scalars);
+        let want = G::cpu(points, &scalars);
+        assert_eq!(got.aff(), want.aff(), "{what} {name}: GPU != CPU");
+        println!("{what} {name}: identical");
+    }
+
+    // Every scalar equal over 2^16 points: each window's digits all land in one bucket,
+    // which spans many accumulation segments (the fix-up chain).
+    let big = random_points::<G>(1 << 16, &mut rng).affine;
+    let s = vec![Scalar::random(&mut rng); 1 << 16];
+    let got = G::gpu(dev, "test", Query::Adhoc, &big, &s);
+    assert_eq!(got.aff(), G::cpu(&big, &s).aff(), "{what} skewed 2^16");
+    println!("{what} skewed 2^16: identical");
+}
+
+fn check_resident<G: TestGroup>(dev: &GpuDevice, what: &str) {
+    let mut rng = fresh_rng();
+    let n = 5000;
+    let pts = random_points::<G>(n, &mut rng).affine;
+    let before = gpu::resident_bytes(dev);
+    for round in 0..2 {
+        let s = random_scalars(n - round, &mut rng); // fewer scalars than bases too
+        let got = G::gpu(dev, "resident-test", Query::L, &pts, &s);
+        assert_eq!(got.aff(), G::cpu(&pts[..s.len()], &s).aff());
+    }
+    assert!(
+        gpu::resident_bytes(dev) > before,
+        "{what}: bases were not kept"
+    );
+    gpu::evict(dev, "resident-test");
+    assert_eq!(
+        gpu::resident_bytes(dev),
+        before,
+        "{what}: evict left bases behind"
+    );
+    println!("{what} resident bases: identical, kept, evicted");
+}
+
+#[test]
+fn g1_msm_matches_cpu() {
+    let Some(dev) = device() else { return };
+    check_edges::<G1Projective>(&dev, "G1");
+    check_resident::<G1Projective>(&dev, "G1");
+    check_random::<G1Projective>(&dev, "G1", env_log("CUZK_MSM_TEST_MAX_LOG", 16));
+}
+
+#[test]
+fn g2_msm_matches_cpu() {
+    let Some(dev) = device() else { return };
+    check_edges::<G2Projective>(&dev, "G2");
+    check_resident::<G2Projective>(&dev, "G2");
+    check_random::<G2Projective>(&dev, "G2", env_log("CUZK_MSM_TEST_MAX_LOG", 16).min(22));
+}
+
+#[test]
+fn chunked_msm_matches_cpu() {
+    let Some(dev) = device() else { return };
+    let mut rng = fresh_rng();
+    let n = 50_000;
+    let p1 = random_points::<G1Projective>(n, &mut rng).affine;
+    let p2 = random_points::<G2Projective>(n, &mut rng).affine;
+    let s = random_scalars(n, &mut rng);
+    // SAFETY of the test: the variable is read per call; tests in this binary run in one
+    // process, and the others do not depend on it being unset beyond speed.
+    std::env::set_var("CUZK_MSM_MAX_CHUNK", "7000");
+    let g1 = G1Projective::gpu(&dev, "t", Query::Adhoc, &p1, &s);
+    let g2 = G2Projective::gpu(&dev, "t", Query::Adhoc, &p2, &s);
+    std::env::remove_var("CUZK_MSM_MAX_CHUNK");
+    assert_eq!(g1.aff(), G1Projective::cpu(&p1, &s).aff());
+    assert_eq!(g2.aff(), G2Projective::cpu(&p2, &s).aff());
+    println!("chunked (8 chunks) G1 and G2: identical");
+}

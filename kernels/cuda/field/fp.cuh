@@ -1,0 +1,238 @@
+// One PTX instruction per function, so that a multi-limb carry chain can be written as a
+// sequence of calls: the carry flag (CC.CF) flows from one call to the next. This is sound at
+// the PTX level because the compiler emits no `.cc` instructions of its own between
+// `asm volatile` statements, and ptxas treats CC as a true dependency.
+//
+// Outside nvcc's device pass (the host compiler of a plain C++ test) the same functions
+// emulate the flag in a variable, so the field and curve code can be checked on a machine
+// without a GPU against big-integer arithmetic.
+#pragma once
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define CUZK_HD __host__ __device__ __forceinline__
+#define CUZK_HD_NOINLINE __host__ __device__ __noinline__
+#else
+#define CUZK_HD inline
+#define CUZK_HD_NOINLINE inline
+#define __host__
+#define __device__
+#endif
+
+namespace carry {
+
+#if defined(__CUDA_ARCH__)
+
+#define CUZK_PTX2(name, op)                                                        \
+    __device__ __forceinline__ uint32_t name(uint32_t a, uint32_t b) {             \
+        uint32_t r;                                                                \
+        asm volatile(op " %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));                \
+        return r;                                                                  \
+    }
+#define CUZK_PTX3(name, op)                                                        \
+    __device__ __forceinline__ uint32_t name(uint32_t a, uint32_t b, uint32_t c) { \
+        uint32_t r;                                                                \
+        asm volatile(op " %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));    \
+        return r;                                                                  \
+    }
+
+CUZK_PTX2(add_cc, "add.cc.u32")
+CUZK_PTX2(addc_cc, "addc.cc.u32")
+CUZK_PTX2(addc, "addc.u32")
+CUZK_PTX2(sub_cc, "sub.cc.u32")
+CUZK_PTX2(subc_cc, "subc.cc.u32")
+CUZK_PTX2(subc, "subc.u32")
+CUZK_PTX3(mad_lo_cc, "mad.lo.cc.u32")
+CUZK_PTX3(madc_lo_cc, "madc.lo.cc.u32")
+CUZK_PTX3(madc_lo, "madc.lo.u32")
+CUZK_PTX3(mad_hi_cc, "mad.hi.cc.u32")
+CUZK_PTX3(madc_hi_cc, "madc.hi.cc.u32")
+CUZK_PTX3(madc_hi, "madc.hi.u32")
+
+#undef CUZK_PTX2
+#undef CUZK_PTX3
+
+#else  // host emulation, for tests only
+
+static uint32_t g_cf;  // the emulated carry (or borrow) flag
+
+inline uint32_t add_cc(uint32_t a, uint32_t b) {
+    uint64_t t = (uint64_t)a + b;
+    g_cf = (uint32_t)(t >> 32);
+    return (uint32_t)t;
+}
+inline uint32_t addc_cc(uint32_t a, uint32_t b) {
+    uint64_t t = (uint64_t)a + b + g_cf;
+    g_cf = (uint32_t)(t >> 32);
+    return (uint32_t)t;
+}
+inline uint32_t addc(uint32_t a, uint32_t b) { return a + b + g_cf; }
+inline uint32_t sub_cc(uint32_t a, uint32_t b) {
+    g_cf = a < b;
+    return a - b;
+}
+inline uint32_t subc_cc(uint32_t a, uint32_t b) {
+    uint64_t t = (uint64_t)a - b - g_cf;
+    g_cf = (uint32_t)(t >> 63);
+    return (uint32_t)t;
+}
+inline uint32_t subc(uint32_t a, uint32_t b) { return a - b - g_cf; }
+inline uint32_t lo(uint32_t a, uint32_t b) { return (uint32_t)((uint64_t)a * b); }
+inline uint32_t hi(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)a * b) >> 32); }
+inline uint32_t mad_lo_cc(uint32_t a, uint32_t b, uint32_t c) { return add_cc(lo(a, b), c); }
+inline uint32_t madc_lo_cc(uint32_t a, uint32_t b, uint32_t c) { return addc_cc(lo(a, b), c); }
+inline uint32_t madc_lo(uint32_t a, uint32_t b, uint32_t c) { return addc(lo(a, b), c); }
+inline uint32_t mad_hi_cc(uint32_t a, uint32_t b, uint32_t c) { return add_cc(hi(a, b), c); }
+inline uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t c) { return addc_cc(hi(a, b), c); }
+inline uint32_t madc_hi(uint32_t a, uint32_t b, uint32_t c) { return addc(hi(a, b), c); }
+
+#endif
+
+}  // namespace carry
+
+// ---------------------------------------------------------------------------------------
+// Fp, the base field of BLS12-381, in exactly blst's representation: little-endian limbs,
+// Montgomery form with R = 2^384. Twelve 32-bit limbs hold the same bytes as blst_fp's six
+// 64-bit limbs (and R is the same), so blstrs points upload without conversion. 32-bit limbs
+// because the GPU's integer multiplier is 32-bit (mad.lo/mad.hi).
+// ---------------------------------------------------------------------------------------
+
+struct fp_t {
+    static constexpr int N = 12;
+    uint32_t v[N];
+
+    // p = 0x1a0111ea...ffffaaab; p < 2^381 leaves 3 spare bits, which the multiplication's
+    // bounds below rely on.
+    CUZK_HD static uint32_t P(int i) {
+        const uint32_t p[N] = {0xffffaaab, 0xb9feffff, 0xb153ffff, 0x1eabfffe,
+                               0xf6b0f624, 0x6730d2a0, 0xf38512bf, 0x64774b84,
+                               0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea};
+        return p[i];
+    }
+    static constexpr uint32_t PINV = 0xfffcfffd;  // -p^-1 mod 2^32
+
+    CUZK_HD static fp_t zero() {
+        fp_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = 0;
+        return r;
+    }
+    // R mod p: one in Montgomery form.
+    CUZK_HD static fp_t one() {
+        const uint32_t o[N] = {0x0002fffd, 0x76090000, 0xc40c0002, 0xebf4000b,
+                               0x53c758ba, 0x5f489857, 0x70525745, 0x77ce5853,
+                               0xa256ec6d, 0x5c071a97, 0xfa80e493, 0x15f65ec3};
+        fp_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = o[i];
+        return r;
+    }
+
+    CUZK_HD bool is_zero() const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i];
+        return acc == 0;
+    }
+    CUZK_HD bool operator==(const fp_t& b) const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i] ^ b.v[i];
+        return acc == 0;
+    }
+
+    // r = t - p if t >= p, else t. t < 2p on entry.
+    CUZK_HD static fp_t reduce_once(const fp_t& t) {
+        fp_t s;
+        s.v[0] = carry::sub_cc(t.v[0], P(0));
+#pragma unroll
+        for (int i = 1; i < N; i++) s.v[i] = carry::subc_cc(t.v[i], P(i));
+        uint32_t borrow = carry::subc(0, 0);  // 0xffffffff if t < p
+        fp_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = borrow ? t.v[i] : s.v[i];
+        return r;
+    }
+
+    CUZK_HD friend fp_t operator+(const fp_t& a, const fp_t& b) {
+        // a, b < p < 2^381, so the sum fits in 12 limbs with no carry out.
+        fp_t t;
+        t.v[0] = carry::add_cc(a.v[0], b.v[0]);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) t.v[i] = carry::addc_cc(a.v[i], b.v[i]);
+        t.v[N - 1] = carry::addc(a.v[N - 1], b.v[N - 1]);
+        return reduce_once(t);
+    }
+
+    CUZK_HD friend fp_t operator-(const fp_t& a, const fp_t& b) {
+        fp_t t;
+        t.v[0] = carry::sub_cc(a.v[0], b.v[0]);
+#pragma unroll
+        for (int i = 1; i < N; i++) t.v[i] = carry::subc_cc(a.v[i], b.v[i]);
+        uint32_t borrow = carry::subc(0, 0);
+        // Add p back under a mask instead of a branch: no divergence inside a warp.
+        fp_t r;
+        r.v[0] = carry::add_cc(t.v[0], P(0) & borrow);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) r.v[i] = carry::addc_cc(t.v[i], P(i) & borrow);
+        r.v[N - 1] = carry::addc(t.v[N - 1], P(N - 1) & borrow);
+        return r;
+    }
+
+    CUZK_HD fp_t neg() const { return zero() - *this; }
+    CUZK_HD fp_t dbl() const { return *this + *this; }
+
+    // Montgomery multiplication, CIOS with one limb of b per round: t = (t + a*b_i + m*p)/2^32.
+    // With a, b < p the running value stays below 2p < 2^382 between rounds and below
+    // 2^416 inside a round, so 13 limbs suffice and t[12] is zero at the top of each round.
+    // Each product row is two carry chains: the low halves of a_j*b_i land on limb j, the
+    // high halves on limb j+1.
+    //
+    // The twelve rounds are a loop, not unrolled: unrolled, a G2 MSM module took cicc many
+    // minutes per architecture. The price is register moves (b rotates down one limb and t
+    // shifts down one limb per round), which issue beside the multiply-adds: the multiplier
+    // (IMAD at half the issue rate) stays the bottleneck either way.
+    CUZK_HD friend fp_t operator*(const fp_t& a, const fp_t& b) {
+        uint32_t t[N + 1], bb[N];
+#pragma unroll
+        for (int i = 0; i <= N; i++) t[i] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) bb[i] = b.v[i];
+#pragma unroll 1
+        for (int i = 0; i < N; i++) {
+            const uint32_t bi = bb[0];
+#pragma unroll
+            for (int j = 0; j < N - 1; j++) bb[j] = bb[j + 1];
+            t[0] = carry::mad_lo_cc(a.v[0], bi, t[0]);
+#pragma unroll
+            for (int j = 1; j < N; j++) t[j] = carry::madc_lo_cc(a.v[j], bi, t[j]);
+            t[N] = carry::addc(0, 0);
+
+            t[1] = carry::mad_hi_cc(a.v[0], bi, t[1]);
+#pragma unroll
+            for (int j = 1; j < N - 1; j++) t[j + 1] = carry::madc_hi_cc(a.v[j], bi, t[j + 1]);
+            t[N] = carry::madc_hi(a.v[N - 1], bi, t[N]);
+
+            const uint32_t m = t[0] * PINV;
+            t[0] = carry::mad_lo_cc(P(0), m, t[0]);  // becomes zero; only its carry matters
+#pragma unroll
+            for (int j = 1; j < N; j++) t[j] = carry::madc_lo_cc(P(j), m, t[j]);
+            t[N] = carry::addc(t[N], 0);
+
+            t[1] = carry::mad_hi_cc(P(0), m, t[1]);
+#pragma unroll
+            for (int j = 1; j < N - 1; j++) t[j + 1] = carry::madc_hi_cc(P(j), m, t[j + 1]);
+            t[N] = carry::madc_hi(P(N - 1), m, t[N]);
+
+#pragma unroll
+            for (int j = 0; j < N; j++) t[j] = t[j + 1];
+            t[N] = 0;
+        }
+        fp_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = t[i];
+        return reduce_once(r);
+    }
+
+    CUZK_HD fp_t sqr() const { return *this * *this; }
+};

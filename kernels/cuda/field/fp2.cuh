@@ -1,0 +1,37 @@
+// Fp2 = Fp[u]/(u^2 + 1), the field of G2's coordinates, laid out as blst_fp2: c0 then c1,
+// each in blst's Montgomery form, so blstrs G2 points upload without conversion.
+#pragma once
+#include "fp.cuh"
+
+struct fp2_t {
+    fp_t c0, c1;
+
+    CUZK_HD static fp2_t zero() { return {fp_t::zero(), fp_t::zero()}; }
+    CUZK_HD static fp2_t one() { return {fp_t::one(), fp_t::zero()}; }
+
+    CUZK_HD bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+    CUZK_HD bool operator==(const fp2_t& b) const { return c0 == b.c0 && c1 == b.c1; }
+
+    CUZK_HD friend fp2_t operator+(const fp2_t& a, const fp2_t& b) {
+        return {a.c0 + b.c0, a.c1 + b.c1};
+    }
+    CUZK_HD friend fp2_t operator-(const fp2_t& a, const fp2_t& b) {
+        return {a.c0 - b.c0, a.c1 - b.c1};
+    }
+    CUZK_HD fp2_t neg() const { return {c0.neg(), c1.neg()}; }
+    CUZK_HD fp2_t dbl() const { return {c0.dbl(), c1.dbl()}; }
+
+    // Karatsuba: three base-field multiplications instead of four.
+    CUZK_HD friend fp2_t operator*(const fp2_t& a, const fp2_t& b) {
+        fp_t t0 = a.c0 * b.c0;
+        fp_t t1 = a.c1 * b.c1;
+        fp_t t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
+        return {t0 - t1, t2 - t0 - t1};
+    }
+
+    // (c0 + c1 u)^2 = (c0 + c1)(c0 - c1) + 2 c0 c1 u: two multiplications.
+    CUZK_HD fp2_t sqr() const {
+        fp_t t = c0 * c1;
+        return {(c0 + c1) * (c0 - c1), t.dbl()};
+    }
+};

@@ -1,0 +1,78 @@
+// Pippenger multi-scalar multiplication in G1 and G2 of BLS12-381: the kernels the host
+// side (kernels/src/msm.rs) launches, in order:
+//   msm_scalars_canonical   Fr Montgomery -> canonical, in place
+//   msm_count_digits        signed window digits; rank of each in its bucket
+//   msm_scan_* (3)          exclusive scan of the bucket counts -> bucket offsets
+//   msm_scatter_digits      point indices in bucket order
+//   msm_accumulate_{g1,g2}  bucket sums (XYZZ), then msm_accumulate_fixup_{g1,g2}
+//   msm_reduce_level_{g1,g2}, msm_sum_level_{g1,g2}   per-window sum_d d * B_d
+//   msm_xyzz_to_jacobian_{g1,g2}                     the few points left, in blst's form
+// The host combines those (levels, windows) with blstrs.
+#include "curve/bls12_381.cuh"
+#include "msm/accumulate.cuh"
+#include "msm/reduce.cuh"
+#include "msm/sort.cuh"
+
+extern "C" {
+
+__global__ void msm_scalars_canonical(uint32_t* scalars, uint32_t n) {
+    scalars_to_canonical(scalars, n);
+}
+
+__global__ void msm_count_digits(const uint32_t* scalars, msm_layout lay, uint32_t* counts,
+                                 uint32_t* ranks) {
+    count_digits(scalars, lay, counts, ranks);
+}
+
+__global__ void msm_scatter_digits(const uint32_t* scalars, msm_layout lay,
+                                   const uint32_t* offsets, const uint32_t* ranks,
+                                   uint32_t* sorted) {
+    scatter_digits(scalars, lay, offsets, ranks, sorted);
+}
+
+__global__ void __launch_bounds__(1024) msm_scan_blocks(const uint32_t* in, uint32_t* out,
+                                                        uint32_t n, uint32_t* block_tot) {
+    scan_blocks(in, out, n, block_tot);
+}
+
+// Writes the grand total to out[n], so that offsets has n + 1 entries.
+__global__ void __launch_bounds__(1024) msm_scan_totals(uint32_t* block_tot, uint32_t nblocks,
+                                                        uint32_t* out, uint32_t n) {
+    scan_totals(block_tot, nblocks, out + n);
+}
+
+__global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_tot) {
+    scan_add(out, n, block_tot);
+}
+
+#define CUZK_MSM_GROUP(G, F)                                                                   \
+    __global__ void __launch_bounds__(128) msm_accumulate_##G(                                 \
+        const affine_t<F>* points, const uint32_t* sorted, const uint32_t* offsets,            \
+        uint32_t nb, uint32_t total, uint32_t seg_len, xyzz_t<F>* buckets,                     \
+        xyzz_t<F>* head_sum, uint32_t* head_bucket, uint32_t* tail_bucket) {                   \
+        accumulate_buckets<F>(points, sorted, offsets, nb, total, seg_len, buckets, head_sum, \
+                              head_bucket, tail_bucket);                                       \
+    }                                                                                          \
+    __global__ void __launch_bounds__(128) msm_accumulate_fixup_##G(                           \
+        uint32_t nseg, xyzz_t<F>* buckets, const xyzz_t<F>* head_sum,                          \
+        const uint32_t* head_bucket, const uint32_t* tail_bucket) {                            \
+        accumulate_fixup<F>(nseg, buckets, head_sum, head_bucket, tail_bucket);                \
+    }                                                                                          \
+    __global__ void __launch_bounds__(128) msm_reduce_level_##G(                               \
+        const xyzz_t<F>* in, uint32_t len, uint32_t L, uint32_t nwin, uint32_t out_stride,     \
+        xyzz_t<F>* acc_out, xyzz_t<F>* run_out) {                                              \
+        reduce_level<F>(in, len, L, nwin, out_stride, acc_out, run_out);                       \
+    }                                                                                          \
+    __global__ void __launch_bounds__(128) msm_sum_level_##G(                                  \
+        const xyzz_t<F>* in, uint32_t len, uint32_t L, uint32_t nwin, uint32_t out_stride,     \
+        xyzz_t<F>* out) {                                                                      \
+        sum_level<F>(in, len, L, nwin, out_stride, out);                                       \
+    }                                                                                          \
+    __global__ void msm_xyzz_to_jacobian_##G(const xyzz_t<F>* in, F* out, uint32_t n) {       \
+        xyzz_to_jacobian<F>(in, out, n);                                                       \
+    }
+
+CUZK_MSM_GROUP(g1, fp_t)
+CUZK_MSM_GROUP(g2, fp2_t)
+
+}  // extern "C"

@@ -1,0 +1,667 @@
+//! Multi-scalar multiplication in G1 and G2 of BLS12-381 on the GPU (Pippenger).
+//!
+//! Bases are blstrs affine points exactly as they lie in memory (blst's Montgomery form,
+//! infinity as x = y = 0), uploaded with no conversion. Scalars are `blstrs::Scalar`
+//! (Montgomery form); the device converts them to canonical integers.
+//!
+//! One MSM of n points, per chunk of the input (see [`plan_chunk`]):
+//! 1. signed c-bit window digits; each nonzero digit gets a rank in its bucket (one atomic);
+//! 2. an exclusive scan of the bucket counts and a scatter sort the point indices by bucket;
+//! 3. equal-length segments of the sorted list are summed per bucket in XYZZ coordinates
+//!    (one thread per segment; a fix-up pass joins buckets cut by segment boundaries);
+//! 4. each window's sum_d d * B_d is reduced on the device in levels of L buckets;
+//! 5. the host combines the handful of remaining points (levels, windows, chunks) with
+//!    blstrs, so the result is a blstrs projective point.
+//!
+//! Device memory: a chunk's working set is sized from the free memory at the time of the
+//! call; an MSM larger than that runs as several chunks whose results add up.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Instant;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cudarc::driver::{
+    sys, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+
+use crate::device::GpuDevice;
+use crate::error::{GpuError, Result};
+
+/// Buckets per reduction segment: each level divides the points left by this. A power of
+/// two, so that the host multiplies by it with doublings.
+const REDUCE_L: u32 = 32;
+const REDUCE_LOG_L: u32 = 5;
+
+/// Kept free on the device beside an MSM's working set (other allocations, fragmentation).
+const MEMORY_MARGIN: usize = 512 << 20;
+
+/// One of the two groups the prover runs MSMs in.
+pub trait MsmGroup {
+    type Affine: Copy;
+    type Projective: Copy;
+    /// Kernel name suffix ("g1", "g2").
+    const NAME: &'static str;
+    /// u64 limbs of one affine point / one XYZZ point.
+    const AFFINE_U64: usize;
+    const XYZZ_U64: usize;
+    fn identity() -> Self::Projective;
+    fn add(a: &Self::Projective, b: &Self::Projective) -> Self::Projective;
+    fn double(a: &Self::Projective) -> Self::Projective;
+    /// blst's projective point from its raw limbs (x, y, z; Jacobian; Montgomery form),
+    /// as the kernels write it.
+    fn from_jacobian(limbs: &[u64]) -> Self::Projective;
+}
+
+pub struct G1;
+pub struct G2;
+
+/// A blstrs projective point from raw limbs. blstrs' projective types are
+/// #[repr(transparent)] over blst_p1 / blst_p2, #[repr(C)] structs of x, y, z made of u64
+/// limbs, so the bytes are the point; `P` must be one of those two types.
+fn projective_from_limbs<P: Copy>(limbs: &[u64]) -> P {
+    assert_eq!(limbs.len() * 8, std::mem::size_of::<P>());
+    // SAFETY: size checked; any limb pattern is a valid (if perhaps not reduced) blst point,
+    // and the kernels write reduced coordinates.
+    unsafe { std::ptr::read_unaligned(limbs.as_ptr() as *const P) }
+}
+
+impl MsmGroup for G1 {
+    type Affine = G1Affine;
+    type Projective = G1Projective;
+    const NAME: &'static str = "g1";
+    const AFFINE_U64: usize = 12;
+    const XYZZ_U64: usize = 24;
+    fn identity() -> G1Projective {
+        projective_from_limbs(&[0; 18])
+    }
+    fn add(a: &G1Projective, b: &G1Projective) -> G1Projective {
+        a + b
+    }
+    fn double(a: &G1Projective) -> G1Projective {
+        a + a
+    }
+    fn from_jacobian(l: &[u64]) -> G1Projective {
+        projective_from_limbs(l)
+    }
+}
+
+impl MsmGroup for G2 {
+    type Affine = G2Affine;
+    type Projective = G2Projective;
+    const NAME: &'static str = "g2";
+    const AFFINE_U64: usize = 24;
+    const XYZZ_U64: usize = 48;
+    fn identity() -> G2Projective {
+        projective_from_limbs(&[0; 36])
+    }
+    fn add(a: &G2Projective, b: &G2Projective) -> G2Projective {
+        a + b
+    }
+    fn double(a: &G2Projective) -> G2Projective {
+        a + a
+    }
+    fn from_jacobian(l: &[u64]) -> G2Projective {
+        projective_from_limbs(l)
+    }
+}
+
+/// A vector of affine bases resident in device memory, as uploaded (no conversion).
+pub struct DeviceBases<G: MsmGroup> {
+    buf: CudaSlice<u64>,
+    len: usize,
+    _group: PhantomData<G>,
+}
+
+impl<G: MsmGroup> DeviceBases<G> {
+    /// Copies `points` to the device.
+    pub fn upload(dev: &GpuDevice, points: &[G::Affine]) -> Result<Self> {
+        dev.ctx().bind_to_thread()?;
+        let buf = dev.stream().clone_htod(affine_limbs::<G>(points))?;
+        Ok(DeviceBases {
+            buf,
+            len: points.len(),
+            _group: PhantomData,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Device memory held.
+    pub fn bytes(&self) -> usize {
+        self.len * G::AFFINE_U64 * 8
+    }
+}
+
+/// Where an MSM's bases are: still on the host (uploaded chunk by chunk for this call), or
+/// resident on the device.
+pub enum Bases<'a, G: MsmGroup> {
+    Host(&'a [G::Affine]),
+    Device(&'a DeviceBases<G>),
+}
+
+impl<G: MsmGroup> Bases<'_, G> {
+    fn len(&self) -> usize {
+        match self {
+            Bases::Host(p) => p.len(),
+            Bases::Device(d) => d.len,
+        }
+    }
+}
+
+fn affine_limbs<G: MsmGroup>(points: &[G::Affine]) -> &[u64] {
+    assert_eq!(std::mem::size_of::<G::Affine>(), G::AFFINE_U64 * 8);
+    // SAFETY: blstrs' affine points are #[repr(transparent)] over blst's #[repr(C)] affine
+    // structs of u64 limbs (checked size above); any bit pattern is a valid u64.
+    unsafe {
+        std::slice::from_raw_parts(points.as_ptr() as *const u64, points.len() * G::AFFINE_U64)
+    }
+}
+
+fn scalar_limbs(scalars: &[Scalar]) -> &[u64] {
+    const _: () = assert!(std::mem::size_of::<Scalar>() == 32);
+    // SAFETY: Scalar is #[repr(transparent)] over blst_fr, a #[repr(C)] [u64; 4].
+    unsafe { std::slice::from_raw_parts(scalars.as_ptr() as *const u64, scalars.len() * 4) }
+}
+
+/// sum_i scalars[i] * bases[i] in G1. `bases.len() >= scalars.len()`; extra bases ignored.
+pub fn msm_g1(dev: &GpuDevice, bases: Bases<'_, G1>, scalars: &[Scalar]) -> Result<G1Projective> {
+    msm::<G1>(dev, bases, scalars)
+}
+
+/// sum_i scalars[i] * bases[i] in G2.
+pub fn msm_g2(dev: &GpuDevice, bases: Bases<'_, G2>, scalars: &[Scalar]) -> Result<G2Projective> {
+    msm::<G2>(dev, bases, scalars)
+}
+
+// ---------------------------------------------------------------------------------------
+// Planning
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct MsmLayout {
+    n: u32,
+    c: u32,
+    nwin: u32,
+    buckets_per_window: u32,
+}
+
+// SAFETY: four u32, laid out as the kernels' `msm_layout`.
+unsafe impl DeviceRepr for MsmLayout {}
+
+/// Windows for c-bit signed digits of a scalar below 2^255: nwin * c >= 256 keeps the last
+/// window's carry in range (see cuda/msm/scalar.cuh).
+fn windows(c: u32) -> u32 {
+    256u32.div_ceil(c)
+}
+
+fn buckets_per_window(c: u32) -> u32 {
+    ((1u32 << (c - 1)) + 1).next_multiple_of(REDUCE_L)
+}
+
+/// The window width for n points: fewest bucket additions (n per window) plus the
+/// reduction's (about two full additions, each worth ~2 mixed ones, per bucket). Override
+/// with CUZK_MSM_WINDOW for tuning.
+pub fn window_bits(n: usize) -> u32 {
+    if let Some(c) = std::env::var("CUZK_MSM_WINDOW")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|c| (2..=22).contains(c))
+    {
+        return c;
+    }
+    (2..=21u32)
+        .min_by_key(|&c| {
+            let w = windows(c) as u64;
+            w * n as u64 + w * 4 * (1u64 << (c - 1))
+        })
+        .unwrap()
+}
+
+/// Device bytes an MSM chunk of n points needs beyond its bases.
+fn working_bytes<G: MsmGroup>(n: usize, c: u32) -> usize {
+    let nwin = windows(c) as usize;
+    let nb = nwin * buckets_per_window(c) as usize;
+    let xyzz = G::XYZZ_U64 * 8;
+    let per_point = 32 + nwin * 8; // scalar, rank and sorted entry per window
+    let segments = MAX_SEGMENTS as usize;
+    n * per_point
+        + nb * (8 + xyzz) // counts, offsets, buckets
+        + segments * (xyzz + 8)
+        + 3 * (nb / REDUCE_L as usize + REDUCE_L as usize * nwin) * xyzz // reduction levels
+        + (1 << 20)
+}
+
+/// Upper bound on accumulation segments (threads), for memory planning.
+const MAX_SEGMENTS: u32 = 1 << 20;
+
+/// Threads for bucket accumulation. Every segment holds the same number of entries, so
+/// every thread does the same work: two full waves of resident threads (as many as the
+/// registers allow on every SM) finish together, with no ragged last wave.
+fn accumulate_segments(dev: &GpuDevice, k: &Kernels, entries: u32) -> Result<u32> {
+    let sms = dev
+        .ctx()
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+        as u32;
+    let blocks = k
+        .accumulate
+        .occupancy_max_active_blocks_per_multiprocessor(ACCUMULATE_BLOCK, 0, None)?
+        .max(1);
+    let waves = 2 * sms * blocks * ACCUMULATE_BLOCK;
+    Ok(entries.clamp(1, waves.min(MAX_SEGMENTS)))
+}
+
+/// Threads per block of the accumulation kernels (their __launch_bounds__).
+const ACCUMULATE_BLOCK: u32 = 128;
+
+/// Largest chunk of `n` points whose working set (and bases, when they are not resident)
+/// fits in `free` bytes.
+fn plan_chunk<G: MsmGroup>(n: usize, free: usize, upload_bases: bool) -> Option<usize> {
+    let budget = free.saturating_sub(MEMORY_MARGIN);
+    let mut chunk = n;
+    loop {
+        let c = window_bits(chunk);
+        let need = working_bytes::<G>(chunk, c)
+            + if upload_bases {
+                chunk * G::AFFINE_U64 * 8
+            } else {
+                0
+            };
+        if need <= budget {
+            return Some(chunk);
+        }
+        if chunk <= 1024 {
+            return None;
+        }
+        chunk = chunk.div_ceil(2);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Running
+
+struct Kernels {
+    canonical: CudaFunction,
+    count: CudaFunction,
+    scatter: CudaFunction,
+    scan_blocks: CudaFunction,
+    scan_totals: CudaFunction,
+    scan_add: CudaFunction,
+    accumulate: CudaFunction,
+    fixup: CudaFunction,
+    reduce_level: CudaFunction,
+    sum_level: CudaFunction,
+    to_jacobian: CudaFunction,
+}
+
+impl Kernels {
+    fn load<G: MsmGroup>(module: &Arc<CudaModule>) -> Result<Self> {
+        let f = |name: &str| module.load_function(name);
+        let g = |name: &str| module.load_function(&format!("{name}_{}", G::NAME));
+        Ok(Kernels {
+            canonical: f("msm_scalars_canonical")?,
+            count: f("msm_count_digits")?,
+            scatter: f("msm_scatter_digits")?,
+            scan_blocks: f("msm_scan_blocks")?,
+            scan_totals: f("msm_scan_totals")?,
+            scan_add: f("msm_scan_add")?,
+            accumulate: g("msm_accumulate")?,
+            fixup: g("msm_accumulate_fixup")?,
+            reduce_level: g("msm_reduce_level")?,
+            sum_level: g("msm_sum_level")?,
+            to_jacobian: g("msm_xyzz_to_jacobian")?,
+        })
+    }
+}
+
+fn grid(threads: u32, block: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (threads.div_ceil(block).max(1), 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Phase timings on stderr when CUZK_MSM_PROFILE is set (synchronises between phases).
+struct Profile {
+    on: bool,
+    t: Instant,
+    stream: Arc<CudaStream>,
+    line: String,
+}
+
+impl Profile {
+    fn new(stream: &Arc<CudaStream>, what: String) -> Self {
+        Profile {
+            on: std::env::var_os("CUZK_MSM_PROFILE").is_some(),
+            t: Instant::now(),
+            stream: stream.clone(),
+            line: what,
+        }
+    }
+    fn mark(&mut self, phase: &str) -> Result<()> {
+        if self.on {
+            self.stream.synchronize()?;
+            let now = Instant::now();
+            let ms = (now - self.t).as_secs_f64() * 1e3;
+            self.line.push_str(&format!(" {phase}={ms:.2}"));
+            self.t = now;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Profile {
+    fn drop(&mut self) {
+        if self.on {
+            eprintln!("MSM_PROFILE {}", self.line);
+        }
+    }
+}
+
+fn msm<G: MsmGroup>(
+    dev: &GpuDevice,
+    bases: Bases<'_, G>,
+    scalars: &[Scalar],
+) -> Result<G::Projective> {
+    if bases.len() < scalars.len() {
+        return Err(GpuError::Invalid(format!(
+            "msm: {} bases for {} scalars",
+            bases.len(),
+            scalars.len()
+        )));
+    }
+    let n = scalars.len();
+    if n == 0 {
+        return Ok(G::identity());
+    }
+    dev.ctx().bind_to_thread()?;
+    let kernels = Kernels::load::<G>(&dev.module("msm")?)?;
+    let upload = matches!(bases, Bases::Host(_));
+    let free = dev.free_mem()?;
+    let mut chunk = plan_chunk::<G>(n, free, upload).ok_or_else(|| {
+        GpuError::Invalid(format!("msm: too little free device memory ({free} bytes)"))
+    })?;
+    // Tests force the chunked path with a small cap.
+    if let Some(cap) = std::env::var("CUZK_MSM_MAX_CHUNK")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        chunk = chunk.min(cap.max(1));
+    }
+
+    let mut total = G::identity();
+    let mut start = 0;
+    while start < n {
+        let end = (start + chunk).min(n);
+        match msm_chunk::<G>(dev, &kernels, &bases, start, &scalars[start..end]) {
+            Ok(part) => {
+                total = G::add(&total, &part);
+                start = end;
+            }
+            // Memory taken by someone else since we planned: retry this chunk smaller.
+            Err(GpuError::Driver(e))
+                if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY && chunk > 1024 =>
+            {
+                dev.stream().synchronize()?;
+                chunk = chunk.div_ceil(2);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(total)
+}
+
+/// The MSM of one chunk: scalars[i] against bases[offset + i].
+fn msm_chunk<G: MsmGroup>(
+    dev: &GpuDevice,
+    k: &Kernels,
+    bases: &Bases<'_, G>,
+    offset: usize,
+    scalars: &[Scalar],
+) -> Result<G::Projective> {
+    let stream = dev.stream();
+    let n = scalars.len();
+    let c = window_bits(n);
+    let nwin = windows(c);
+    let m = buckets_per_window(c);
+    let nb = nwin * m;
+    let lay = MsmLayout {
+        n: n as u32,
+        c,
+        nwin,
+        buckets_per_window: m,
+    };
+    let mut prof = Profile::new(stream, format!("{} n={n} c={c}", G::NAME));
+
+    // Bases: a view of the resident vector, or this chunk uploaded now.
+    let uploaded;
+    let points = match bases {
+        Bases::Device(d) => d
+            .buf
+            .slice(offset * G::AFFINE_U64..(offset + n) * G::AFFINE_U64),
+        Bases::Host(p) => {
+            uploaded = stream.clone_htod(affine_limbs::<G>(&p[offset..offset + n]))?;
+            uploaded.slice(..)
+        }
+    };
+    let mut sc = stream.clone_htod(scalar_limbs(scalars))?;
+    prof.mark("upload")?;
+
+    // 1-2. Digits, bucket counts and ranks; scan; scatter into bucket order.
+    let n32 = n as u32;
+    unsafe {
+        stream
+            .launch_builder(&k.canonical)
+            .arg(&mut sc)
+            .arg(&n32)
+            .launch(grid(n32, 256))?;
+    }
+    let mut counts = stream.alloc_zeros::<u32>(nb as usize)?;
+    let mut ranks = unsafe { stream.alloc::<u32>(nwin as usize * n) }?;
+    unsafe {
+        stream
+            .launch_builder(&k.count)
+            .arg(&sc)
+            .arg(&lay)
+            .arg(&mut counts)
+            .arg(&mut ranks)
+            .launch(grid(n32, 256))?;
+    }
+    let mut offsets = unsafe { stream.alloc::<u32>(nb as usize + 1) }?;
+    let scan_blocks = nb.div_ceil(1024);
+    let mut block_tot = unsafe { stream.alloc::<u32>(scan_blocks as usize) }?;
+    unsafe {
+        stream
+            .launch_builder(&k.scan_blocks)
+            .arg(&counts)
+            .arg(&mut offsets)
+            .arg(&nb)
+            .arg(&mut block_tot)
+            .launch(grid(nb, 1024))?;
+        stream
+            .launch_builder(&k.scan_totals)
+            .arg(&mut block_tot)
+            .arg(&scan_blocks)
+            .arg(&mut offsets)
+            .arg(&nb)
+            .launch(grid(1024, 1024))?;
+        stream
+            .launch_builder(&k.scan_add)
+            .arg(&mut offsets)
+            .arg(&nb)
+            .arg(&block_tot)
+            .launch(grid(nb, 1024))?;
+    }
+    drop(counts);
+    let entries = stream.clone_dtoh(&offsets.slice(nb as usize..))?[0];
+    let mut sorted = unsafe { stream.alloc::<u32>(entries.max(1) as usize) }?;
+    unsafe {
+        stream
+            .launch_builder(&k.scatter)
+            .arg(&sc)
+            .arg(&lay)
+            .arg(&offsets)
+            .arg(&ranks)
+            .arg(&mut sorted)
+            .launch(grid(n32, 256))?;
+    }
+    drop(ranks);
+    drop(sc);
+    prof.mark("sort")?;
+
+    // 3. Bucket sums.
+    let xyzz = G::XYZZ_U64;
+    let mut buckets = stream.alloc_zeros::<u64>(nb as usize * xyzz)?;
+    let segments = accumulate_segments(dev, k, entries)?;
+    let seg_len = entries.div_ceil(segments).max(1);
+    let segments = entries.div_ceil(seg_len).max(1);
+    let mut head_sum = unsafe { stream.alloc::<u64>(segments as usize * xyzz) }?;
+    let mut head_bucket = stream.alloc_zeros::<u32>(segments as usize)?;
+    let mut tail_bucket = stream.alloc_zeros::<u32>(segments as usize)?;
+    if entries > 0 {
+        unsafe {
+            stream
+                .launch_builder(&k.accumulate)
+                .arg(&points)
+                .arg(&sorted)
+                .arg(&offsets)
+                .arg(&nb)
+                .arg(&entries)
+                .arg(&seg_len)
+                .arg(&mut buckets)
+                .arg(&mut head_sum)
+                .arg(&mut head_bucket)
+                .arg(&mut tail_bucket)
+                .launch(grid(segments, ACCUMULATE_BLOCK))?;
+        }
+        prof.mark("accumulate")?;
+        unsafe {
+            stream
+                .launch_builder(&k.fixup)
+                .arg(&segments)
+                .arg(&mut buckets)
+                .arg(&head_sum)
+                .arg(&head_bucket)
+                .arg(&tail_bucket)
+                .launch(grid(segments, ACCUMULATE_BLOCK))?;
+        }
+        prof.mark("fixup")?;
+    }
+    drop((sorted, offsets, head_sum, head_bucket, tail_bucket));
+
+    // 4. Per-window reduction, level by level; each level leaves one point per window.
+    let level_sums = reduce_windows::<G>(stream, k, buckets, m, nwin)?;
+    prof.mark("reduce")?;
+
+    // 5. On the host: levels (W = S_0 + L (S_1 + L (...))), then windows (Horner in 2^c).
+    let jac = G::XYZZ_U64 * 3 / 4;
+    let mut host_levels = Vec::with_capacity(level_sums.len());
+    for s in &level_sums {
+        let mut out = unsafe { stream.alloc::<u64>(nwin as usize * jac) }?;
+        unsafe {
+            stream
+                .launch_builder(&k.to_jacobian)
+                .arg(s)
+                .arg(&mut out)
+                .arg(&nwin)
+                .launch(grid(nwin, 32))?;
+        }
+        host_levels.push(stream.clone_dtoh(&out)?);
+    }
+    let mut result = G::identity();
+    for w in (0..nwin as usize).rev() {
+        for _ in 0..c {
+            result = G::double(&result);
+        }
+        let mut win = G::identity();
+        for lvl in host_levels.iter().rev() {
+            for _ in 0..REDUCE_LOG_L {
+                win = G::double(&win);
+            }
+            win = G::add(&win, &G::from_jacobian(&lvl[w * jac..(w + 1) * jac]));
+        }
+        result = G::add(&result, &win);
+    }
+    prof.mark("host")?;
+    Ok(result)
+}
+
+/// Runs the reduction levels of cuda/msm/reduce.cuh over `nwin` windows of `len` buckets;
+/// returns, per level, one point per window: that level's Sum(acc).
+fn reduce_windows<G: MsmGroup>(
+    stream: &Arc<CudaStream>,
+    k: &Kernels,
+    buckets: CudaSlice<u64>,
+    len: u32,
+    nwin: u32,
+) -> Result<Vec<CudaSlice<u64>>> {
+    let xyzz = G::XYZZ_U64;
+    let l = REDUCE_L;
+    let pad = |s: u32| if s <= 1 { 1 } else { s.next_multiple_of(l) };
+    let mut levels = Vec::new();
+    let mut cur = buckets;
+    let mut len = len;
+    loop {
+        let s = len / l;
+        let sp = pad(s);
+        let mut acc = stream.alloc_zeros::<u64>((nwin * sp) as usize * xyzz)?;
+        let mut run = stream.alloc_zeros::<u64>((nwin * sp) as usize * xyzz)?;
+        unsafe {
+            stream
+                .launch_builder(&k.reduce_level)
+                .arg(&cur)
+                .arg(&len)
+                .arg(&l)
+                .arg(&nwin)
+                .arg(&sp)
+                .arg(&mut acc)
+                .arg(&mut run)
+                .launch(grid(s * nwin, 128))?;
+        }
+        levels.push(sum_windows::<G>(stream, k, acc, sp, nwin)?);
+        if s == 1 {
+            return Ok(levels);
+        }
+        cur = run;
+        len = sp;
+    }
+}
+
+/// Sums each window's `len` points down to one (len is 1 or a multiple of REDUCE_L).
+fn sum_windows<G: MsmGroup>(
+    stream: &Arc<CudaStream>,
+    k: &Kernels,
+    points: CudaSlice<u64>,
+    len: u32,
+    nwin: u32,
+) -> Result<CudaSlice<u64>> {
+    let l = REDUCE_L;
+    let mut cur = points;
+    let mut len = len;
+    while len > 1 {
+        let s = len / l;
+        let sp = if s <= 1 { 1 } else { s.next_multiple_of(l) };
+        let mut out = stream.alloc_zeros::<u64>((nwin * sp) as usize * G::XYZZ_U64)?;
+        unsafe {
+            stream
+                .launch_builder(&k.sum_level)
+                .arg(&cur)
+                .arg(&len)
+                .arg(&l)
+                .arg(&nwin)
+                .arg(&sp)
+                .arg(&mut out)
+                .launch(grid(s * nwin, 128))?;
+        }
+        cur = out;
+        len = sp;
+    }
+    Ok(cur)
+}
