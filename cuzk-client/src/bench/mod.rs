@@ -88,6 +88,7 @@ struct Outcome {
     /// The synthetic seed it was submitted with, for recomputing its public inputs.
     seed: u64,
     /// The daemon's job totals, used per partition when there is no TIMELINE.
+    queue_wait_ms: u64,
     synthesis_ms: u64,
     gpu_compute_ms: u64,
 }
@@ -149,6 +150,9 @@ pub async fn run(args: &BenchArgs, addr: &str, json: bool) -> anyhow::Result<Vec
             o.record = r;
             // Without a TIMELINE only the job totals are known; their per-partition mean is
             // what the report shows anyway.
+            if o.record.queue_wait_ms.is_none() && o.record.ok {
+                o.record.queue_wait_ms = Some(o.queue_wait_ms as f64);
+            }
             if o.record.synth_ms.is_empty() && o.record.ok {
                 o.record.synth_ms = vec![o.synthesis_ms as f64 / partitions as f64; partitions];
             }
@@ -318,12 +322,15 @@ async fn prove_one(
             submitted_s,
             finished_s,
             ok,
-            queue_wait_ms: ok.then_some(reply.queue_wait_ms as f64),
+            // Left to the TIMELINE, which has sub-millisecond times; the reply's whole
+            // milliseconds are the fallback.
+            queue_wait_ms: None,
             synth_ms: Vec::new(),
             prove_ms: Vec::new(),
         },
         proof: reply.proof,
         seed,
+        queue_wait_ms: reply.queue_wait_ms,
         synthesis_ms: reply.synthesis_ms,
         gpu_compute_ms: reply.gpu_compute_ms,
     })
