@@ -1,0 +1,129 @@
+//! The CUDA backend: the H polynomial on the GPU (cuzk-kernels' NTTs), MSMs through
+//! `cuda_msm.rs` (mounted here as `msm`).
+//!
+//! A `blstrs::Scalar` is `#[repr(transparent)]` over blst_fr, four u64 Montgomery limbs, and
+//! the kernels use exactly that representation: vectors are reinterpreted, never converted.
+
+use blstrs::{G1Projective, G2Projective, Scalar};
+use cuzk_kernels::{GpuDevice, GpuError, Limbs};
+use ff::Field;
+
+use super::{Backend, BackendError, G1Bases, G2Bases};
+
+/// The kernels crate, for callers (benchmarks, tools) that drive the device directly.
+pub use cuzk_kernels as kernels;
+pub use cuzk_kernels::GpuInfo;
+
+#[path = "cuda_msm.rs"]
+pub mod msm;
+
+const _: () = assert!(std::mem::size_of::<Scalar>() == std::mem::size_of::<Limbs>());
+const _: () = assert!(std::mem::align_of::<Scalar>() == std::mem::align_of::<Limbs>());
+
+pub(crate) fn device_error(e: GpuError) -> BackendError {
+    BackendError::Device(e.to_string())
+}
+
+/// Scalars as the kernels' limbs, without copying.
+pub fn as_limbs(s: &[Scalar]) -> &[Limbs] {
+    // SAFETY: same size and alignment (asserted above); Scalar is repr(transparent) over
+    // blst_fr, a repr(C) struct holding exactly [u64; 4]; every bit pattern is a valid Limbs.
+    unsafe { std::slice::from_raw_parts(s.as_ptr() as *const Limbs, s.len()) }
+}
+
+/// Scalars as limbs for the kernels to write. Only ever filled by our kernels, which write
+/// fully reduced Montgomery values, so the scalars stay valid.
+fn as_limbs_mut(s: &mut [Scalar]) -> &mut [Limbs] {
+    // SAFETY: as in as_limbs.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut Limbs, s.len()) }
+}
+
+/// One GPU, driven through cuzk-kernels.
+pub struct CudaBackend {
+    dev: GpuDevice,
+}
+
+impl CudaBackend {
+    /// Opens device `ordinal` and loads the NTT kernels, so that a missing driver, a missing
+    /// device, a build without kernels or a fatbin that does not load fails here, at startup,
+    /// with a message that says which.
+    pub fn new(ordinal: usize) -> Result<Self, BackendError> {
+        if !cuzk_kernels::KERNELS_BUILT {
+            return Err(BackendError::Device(
+                "built without CUDA kernels (no nvcc at build time; run scripts/install-nvcc.sh)"
+                    .into(),
+            ));
+        }
+        let dev = GpuDevice::open(ordinal).map_err(device_error)?;
+        dev.module("ntt").map_err(device_error)?;
+        Ok(CudaBackend { dev })
+    }
+
+    pub fn device(&self) -> &GpuDevice {
+        &self.dev
+    }
+
+    /// h as [`Backend::h_polynomial`], left on the device for an H MSM there.
+    pub fn h_polynomial_on_device(
+        &self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+    ) -> Result<cuzk_kernels::DeviceScalars, BackendError> {
+        cuzk_kernels::ntt::h_polynomial_to_device(&self.dev, as_limbs(a), as_limbs(b), as_limbs(c))
+            .map_err(map_error)
+    }
+}
+
+fn map_error(e: GpuError) -> BackendError {
+    match e {
+        GpuError::LengthMismatch { a, b, c } => BackendError::LengthMismatch { a, b, c },
+        GpuError::DomainTooLarge(l) => BackendError::DomainTooLarge(l),
+        e => device_error(e),
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> String {
+        format!("cuda:{} ({})", self.dev.ordinal(), self.dev.name())
+    }
+
+    fn h_polynomial(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<Vec<Scalar>, BackendError> {
+        let h = self.h_polynomial_on_device(&a, &b, &c)?;
+        drop((a, b));
+        // h goes into c's memory, which synthesis already touched: a fresh vector of 2^24
+        // scalars costs more in first-touch page faults than the PCIe copy into it. The
+        // uploads are complete (staged through pinned buffers) once h_polynomial_on_device
+        // returns, so c is free to overwrite.
+        let mut out = c;
+        out.resize(h.len(), Scalar::ZERO);
+        h.download_into(&self.dev, as_limbs_mut(&mut out))
+            .map_err(map_error)?;
+        Ok(out)
+    }
+
+    fn msm_g1(&self, bases: G1Bases<'_>, scalars: &[Scalar]) -> Result<G1Projective, BackendError> {
+        msm::msm_g1(&self.dev, bases, scalars)
+    }
+
+    fn msm_g2(&self, bases: G2Bases<'_>, scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
+        msm::msm_g2(&self.dev, bases, scalars)
+    }
+}
+
+/// Every CUDA device the driver sees (ordinal, name, memory), for GetStatus. Empty where
+/// there is no driver; devices are listed even in a build without kernels, which
+/// [`kernels_built`] tells apart.
+pub fn cuda_status() -> Vec<GpuInfo> {
+    GpuDevice::list()
+}
+
+/// Whether this binary carries the CUDA kernels.
+pub fn kernels_built() -> bool {
+    cuzk_kernels::KERNELS_BUILT
+}

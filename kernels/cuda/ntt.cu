@@ -1,0 +1,84 @@
+// NTT kernels over BLS12-381 Fr, called from kernels/src/ntt.rs. Every vector is in blst_fr
+// layout (Montgomery, R = 2^256). Plans (which passes, which tables) are made on the host.
+#include "ntt/permute.cuh"
+#include "ntt/pointwise.cuh"
+#include "ntt/radix_pass.cuh"
+
+using namespace cuzk;
+
+namespace {
+__device__ __forceinline__ pow_table table(const fr_t* lo, const fr_t* hi, uint32_t bits)
+{
+    return pow_table{lo, hi, bits};
+}
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, 2)
+ntt_pass_dif(fr_t* data, uint32_t L, uint32_t lo, uint32_t m, uint32_t c, const fr_t* roots,
+             const fr_t* tw_lo, const fr_t* tw_hi, uint32_t tw_bits, const fr_t* sc_lo,
+             const fr_t* sc_hi, uint32_t sc_bits)
+{
+    radix_pass<false>(data, L, lo, m, c, roots, table(tw_lo, tw_hi, tw_bits),
+                      table(sc_lo, sc_hi, sc_bits));
+}
+
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, 2)
+ntt_pass_dit(fr_t* data, uint32_t L, uint32_t lo, uint32_t m, uint32_t c, const fr_t* roots,
+             const fr_t* tw_lo, const fr_t* tw_hi, uint32_t tw_bits, const fr_t* sc_lo,
+             const fr_t* sc_hi, uint32_t sc_bits)
+{
+    radix_pass<true>(data, L, lo, m, c, roots, table(tw_lo, tw_hi, tw_bits),
+                     table(sc_lo, sc_hi, sc_bits));
+}
+
+// Variants with no minimum-blocks bound (70 registers, no spills, one block per SM) to
+// measure occupancy against register pressure; ntt.rs picks them when CUZK_NTT_VARIANT=1.
+extern "C" __global__ void __launch_bounds__(NTT_THREADS)
+ntt_pass_dif_1(fr_t* data, uint32_t L, uint32_t lo, uint32_t m, uint32_t c, const fr_t* roots,
+               const fr_t* tw_lo, const fr_t* tw_hi, uint32_t tw_bits, const fr_t* sc_lo,
+               const fr_t* sc_hi, uint32_t sc_bits)
+{
+    radix_pass<false>(data, L, lo, m, c, roots, table(tw_lo, tw_hi, tw_bits),
+                      table(sc_lo, sc_hi, sc_bits));
+}
+
+extern "C" __global__ void __launch_bounds__(NTT_THREADS)
+ntt_pass_dit_1(fr_t* data, uint32_t L, uint32_t lo, uint32_t m, uint32_t c, const fr_t* roots,
+               const fr_t* tw_lo, const fr_t* tw_hi, uint32_t tw_bits, const fr_t* sc_lo,
+               const fr_t* sc_hi, uint32_t sc_bits)
+{
+    radix_pass<true>(data, L, lo, m, c, roots, table(tw_lo, tw_hi, tw_bits),
+                     table(sc_lo, sc_hi, sc_bits));
+}
+
+extern "C" __global__ void ntt_bit_reverse(fr_t* out, const fr_t* in, uint32_t L,
+                                           const fr_t* sc_lo, const fr_t* sc_hi,
+                                           uint32_t sc_bits)
+{
+    bit_reverse_scaled(out, in, L, table(sc_lo, sc_hi, sc_bits));
+}
+
+extern "C" __global__ void ntt_h_pointwise(fr_t* a, const fr_t* b, const fr_t* c,
+                                           const fr_t* z_inv, uint32_t n)
+{
+    h_pointwise(a, b, c, fr_t::load(z_inv), n);
+}
+
+// Element-wise field operations, for tests and for callers that need a vector op on the
+// device. op: 0 add, 1 sub, 2 mul, 3 square, 4 inverse (zero to zero), 5 negate.
+extern "C" __global__ void fr_elementwise(fr_t* out, const fr_t* a, const fr_t* b, uint32_t op,
+                                          uint32_t n)
+{
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        fr_t x = fr_t::load(a + i), r;
+        switch (op) {
+        case 0: r = x + fr_t::load(b + i); break;
+        case 1: r = x - fr_t::load(b + i); break;
+        case 2: r = x * fr_t::load(b + i); break;
+        case 3: r = x.sqr(); break;
+        case 4: r = x.inverse(); break;
+        default: r = -x; break;
+        }
+        r.store(out + i);
+    }
+}

@@ -1,0 +1,183 @@
+//! One CUDA device: its context, streams and the embedded modules loaded into it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{sys, CudaContext, CudaModule, CudaStream};
+use cudarc::nvrtc::Ptx;
+
+use crate::error::{GpuError, Result};
+use crate::ntt::NttState;
+
+/// What GetStatus reports about a device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub total_mem: usize,
+    pub free_mem: usize,
+    /// (major, minor), e.g. (9, 0) for an H100/H200.
+    pub compute_capability: (i32, i32),
+}
+
+/// A CUDA device opened for work: the primary context, a compute stream, a copy stream
+/// (so that uploads overlap kernels), and a cache of loaded modules.
+///
+/// Callers serialise work on one device through the engine's per-device mutex; the inner
+/// caches are locked anyway so that a `GpuDevice` is safely `Sync`.
+pub struct GpuDevice {
+    ordinal: usize,
+    name: String,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    copy_stream: Arc<CudaStream>,
+    modules: Mutex<HashMap<String, Arc<CudaModule>>>,
+    pub(crate) ntt: Mutex<NttState>,
+}
+
+/// cudarc panics on first use where libcuda is missing; ask the loader first.
+fn ensure_driver() -> Result<()> {
+    if unsafe { sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(GpuError::NoDriver)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding one of these caches leaves nothing half-written that matters
+    // (entries are inserted whole), so a poisoned lock is recovered rather than propagated.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl GpuDevice {
+    /// Number of CUDA devices; an error when there is no driver.
+    pub fn count() -> Result<usize> {
+        ensure_driver()?;
+        Ok(CudaContext::device_count()? as usize)
+    }
+
+    /// Opens device `ordinal`. Fails with a clear error when there is no driver, no such
+    /// device, or (checked here so that it surfaces early) no embedded kernels.
+    pub fn open(ordinal: usize) -> Result<GpuDevice> {
+        let count = Self::count()?;
+        if ordinal >= count {
+            return Err(GpuError::NoDevice { ordinal, count });
+        }
+        if !crate::KERNELS_BUILT {
+            return Err(GpuError::NoKernels);
+        }
+        let ctx = CudaContext::new(ordinal)?;
+        let name = ctx.name()?;
+        let stream = ctx.new_stream()?;
+        let copy_stream = ctx.new_stream()?;
+        Ok(GpuDevice {
+            ordinal,
+            name,
+            ctx,
+            stream,
+            copy_stream,
+            modules: Mutex::new(HashMap::new()),
+            ntt: Mutex::new(NttState::default()),
+        })
+    }
+
+    /// Every device the driver sees, with memory figures; empty without a driver.
+    pub fn list() -> Vec<GpuInfo> {
+        let Ok(count) = Self::count() else {
+            return Vec::new();
+        };
+        (0..count)
+            .filter_map(|ordinal| {
+                let ctx = CudaContext::new(ordinal).ok()?;
+                let (free_mem, total_mem) = ctx.mem_get_info().ok()?;
+                Some(GpuInfo {
+                    ordinal,
+                    name: ctx.name().ok()?,
+                    total_mem,
+                    free_mem,
+                    compute_capability: ctx.compute_capability().ok()?,
+                })
+            })
+            .collect()
+    }
+
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn total_mem(&self) -> Result<usize> {
+        Ok(self.ctx.total_mem()?)
+    }
+
+    pub fn free_mem(&self) -> Result<usize> {
+        self.ctx.bind_to_thread()?;
+        Ok(self.ctx.mem_get_info()?.0)
+    }
+
+    pub fn info(&self) -> Result<GpuInfo> {
+        self.ctx.bind_to_thread()?;
+        let (free_mem, total_mem) = self.ctx.mem_get_info()?;
+        Ok(GpuInfo {
+            ordinal: self.ordinal,
+            name: self.name.clone(),
+            total_mem,
+            free_mem,
+            compute_capability: self.ctx.compute_capability()?,
+        })
+    }
+
+    pub fn ctx(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The compute stream: kernels of one job run here in order.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// A second stream for host<->device copies that overlap compute.
+    pub fn copy_stream(&self) -> &Arc<CudaStream> {
+        &self.copy_stream
+    }
+
+    /// The embedded module `name` (fatbin of `cuda/<name>.cu`), loaded once per device.
+    pub fn module(&self, name: &str) -> Result<Arc<CudaModule>> {
+        let mut modules = lock(&self.modules);
+        if let Some(m) = modules.get(name) {
+            return Ok(m.clone());
+        }
+        let bytes = crate::fatbin(name).ok_or_else(|| {
+            if crate::KERNELS_BUILT {
+                GpuError::NoModule(name.to_owned())
+            } else {
+                GpuError::NoKernels
+            }
+        })?;
+        // cuModuleLoadData takes the size from the fatbin header and copies the image.
+        let module = self.ctx.load_module(Ptx::from_binary(bytes.to_vec()))?;
+        modules.insert(name.to_owned(), module.clone());
+        Ok(module)
+    }
+
+    /// Blocks until all work on both streams is done, returning the first error.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize()?;
+        self.copy_stream.synchronize()?;
+        Ok(())
+    }
+
+    pub(crate) fn ntt_state(&self) -> std::sync::MutexGuard<'_, NttState> {
+        lock(&self.ntt)
+    }
+}
+
+impl std::fmt::Debug for GpuDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuDevice({}: {})", self.ordinal, self.name)
+    }
+}

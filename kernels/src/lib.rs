@@ -1,0 +1,39 @@
+//! CUDA kernels for cuzk and the Rust side that loads and drives them.
+//!
+//! `build.rs` compiles every top-level `cuda/*.cu` into its own fatbin and embeds it here;
+//! [`fatbin`] finds one by file stem ("ntt", "msm"). Without nvcc at build time the crate
+//! still builds, [`KERNELS_BUILT`] is false and every device entry point says so.
+//!
+//! The driver is loaded at run time (cudarc, dynamic loading): one binary runs on machines
+//! with and without a GPU. [`GpuDevice::open`] reports "no CUDA driver" where there is none.
+
+mod device;
+mod error;
+mod memory;
+pub mod msm;
+pub mod ntt;
+
+pub use device::{GpuDevice, GpuInfo};
+pub use error::{GpuError, Result};
+pub use memory::{DeviceScalars, PinnedScalars};
+pub use ntt::Limbs;
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/fatbins.rs"));
+}
+
+/// Whether nvcc compiled the kernels into this build.
+pub const KERNELS_BUILT: bool = embedded::KERNELS_BUILT;
+
+/// The embedded fatbin compiled from `cuda/<name>.cu`, if any.
+pub fn fatbin(name: &str) -> Option<&'static [u8]> {
+    embedded::FATBINS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, bytes)| *bytes)
+}
+
+/// Names of the embedded fatbins (file stems of the top-level .cu files).
+pub fn fatbin_names() -> Vec<&'static str> {
+    embedded::FATBINS.iter().map(|(n, _)| *n).collect()
+}

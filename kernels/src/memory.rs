@@ -1,0 +1,199 @@
+//! Field-element vectors in device memory and in page-locked host memory.
+
+use std::sync::Arc;
+
+use cudarc::driver::{result, CudaContext, CudaStream};
+
+use crate::device::GpuDevice;
+use crate::error::{GpuError, Result};
+use crate::ntt::{Limbs, ELEM_BYTES};
+
+/// A vector of field elements in device memory, freed (stream-ordered) on drop.
+pub struct DeviceScalars {
+    pub(crate) ptr: u64,
+    pub(crate) len: usize,
+    stream: Arc<CudaStream>,
+}
+
+impl DeviceScalars {
+    /// Uninitialised device memory for `len` elements, allocated on the compute stream.
+    pub fn alloc(dev: &GpuDevice, len: usize) -> Result<Self> {
+        dev.ctx().bind_to_thread()?;
+        let stream = dev.stream().clone();
+        let bytes = len.max(1) * ELEM_BYTES;
+        // SAFETY: plain stream-ordered allocation; freed in Drop on the same stream.
+        let ptr = unsafe { result::malloc_async(stream.cu_stream(), bytes) }?;
+        Ok(DeviceScalars { ptr, len, stream })
+    }
+
+    pub fn zeros(dev: &GpuDevice, len: usize) -> Result<Self> {
+        let d = Self::alloc(dev, len)?;
+        d.zero_range(0, len)?;
+        Ok(d)
+    }
+
+    /// Copies `host` to a new device vector of `len >= host.len()` elements, the tail zeroed.
+    pub fn upload_padded(dev: &GpuDevice, host: &[Limbs], len: usize) -> Result<Self> {
+        if len < host.len() {
+            return Err(GpuError::Invalid(format!(
+                "upload of {} elements into {len}",
+                host.len()
+            )));
+        }
+        let d = Self::alloc(dev, len)?;
+        let mut state = dev.ntt_state();
+        state.upload_staged(dev, host, d.ptr)?;
+        drop(state);
+        d.zero_range(host.len(), len)?;
+        Ok(d)
+    }
+
+    pub fn upload(dev: &GpuDevice, host: &[Limbs]) -> Result<Self> {
+        Self::upload_padded(dev, host, host.len())
+    }
+
+    /// Copies the first `out.len()` elements to the host.
+    pub fn download_into(&self, dev: &GpuDevice, out: &mut [Limbs]) -> Result<()> {
+        if out.len() > self.len {
+            return Err(GpuError::Invalid(format!(
+                "download of {} elements from {}",
+                out.len(),
+                self.len
+            )));
+        }
+        dev.ntt_state().download_staged(dev, self.ptr, out)
+    }
+
+    pub fn download(&self, dev: &GpuDevice) -> Result<Vec<Limbs>> {
+        let mut out = vec![[0u64; 4]; self.len];
+        self.download_into(dev, &mut out)?;
+        Ok(out)
+    }
+
+    /// Asynchronous copy from pinned host memory on the copy stream; the compute stream
+    /// waits for it before its next kernel.
+    pub fn copy_from_pinned(&mut self, dev: &GpuDevice, src: &PinnedScalars) -> Result<()> {
+        let n = src.len.min(self.len);
+        dev.ctx().bind_to_thread()?;
+        // SAFETY: both ranges are live allocations of at least n elements.
+        unsafe {
+            result::memcpy_htod_async(
+                self.ptr,
+                &src.as_slice()[..n],
+                dev.copy_stream().cu_stream(),
+            )
+        }?;
+        dev.stream().join(dev.copy_stream())?;
+        Ok(())
+    }
+
+    /// Copy to pinned host memory after the compute stream's work; synchronous.
+    pub fn copy_to_pinned(&self, dev: &GpuDevice, dst: &mut PinnedScalars) -> Result<()> {
+        let n = dst.len.min(self.len);
+        dev.ctx().bind_to_thread()?;
+        dev.copy_stream().join(dev.stream())?;
+        // SAFETY: as above.
+        unsafe {
+            result::memcpy_dtoh_async(
+                &mut dst.as_mut_slice()[..n],
+                self.ptr,
+                dev.copy_stream().cu_stream(),
+            )
+        }?;
+        dev.copy_stream().synchronize()?;
+        Ok(())
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The raw device address (CUdeviceptr) of element 0, for kernels of other modules.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    pub(crate) fn zero_range(&self, from: usize, to: usize) -> Result<()> {
+        if to > from {
+            // SAFETY: [from, to) lies inside the allocation.
+            unsafe {
+                result::memset_d8_async(
+                    self.ptr + (from * ELEM_BYTES) as u64,
+                    0,
+                    (to - from) * ELEM_BYTES,
+                    self.stream.cu_stream(),
+                )
+            }?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DeviceScalars {
+    fn drop(&mut self) {
+        let ctx = self.stream.context();
+        if ctx.bind_to_thread().is_ok() {
+            // SAFETY: allocated by malloc_async on this stream; nothing uses it after drop.
+            let _ = unsafe { result::free_async(self.ptr, self.stream.cu_stream()) };
+        }
+    }
+}
+
+/// Page-locked host memory for field elements: DMA reads and writes it directly, at full
+/// PCIe speed, and copies from it are asynchronous.
+pub struct PinnedScalars {
+    ptr: *mut Limbs,
+    len: usize,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: plain host memory owned by this value.
+unsafe impl Send for PinnedScalars {}
+unsafe impl Sync for PinnedScalars {}
+
+impl PinnedScalars {
+    pub fn alloc(dev: &GpuDevice, len: usize) -> Result<Self> {
+        dev.ctx().bind_to_thread()?;
+        // Not write-combined: we read results back through it on the CPU.
+        // SAFETY: the pointer is checked and owned by the value; zeroed below.
+        let ptr = unsafe { result::malloc_host(len.max(1) * ELEM_BYTES, 0) }? as *mut Limbs;
+        let mut p = PinnedScalars {
+            ptr,
+            len,
+            ctx: dev.ctx().clone(),
+        };
+        p.as_mut_slice().fill([0; 4]);
+        Ok(p)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn as_slice(&self) -> &[Limbs] {
+        // SAFETY: ptr is a live allocation of len elements, initialised at alloc.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [Limbs] {
+        // SAFETY: as above, and &mut self is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for PinnedScalars {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: allocated by malloc_host; any DMA that used it was synchronised.
+            let _ = unsafe { result::free_host(self.ptr as *mut _) };
+        }
+    }
+}
