@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use cuzk_client::filecoin_cmds::{self, GenVanillaArgs, ParamsCmd, ProveInputArgs};
 use cuzk_client::rpc::{self, Client};
-use cuzk_client::{demo, waterfall};
+use cuzk_client::{bench, demo, waterfall};
 use cuzk_core::{Priority, ProofKind};
 use cuzk_proto::v1 as pb;
 
@@ -54,6 +54,8 @@ enum Cmd {
     Evict { circuit_id: String },
     /// Rebuild the waterfall chart and phase summary from a daemon log's TIMELINE lines.
     Waterfall(waterfall::WaterfallArgs),
+    /// Sweep proofs at several concurrency levels and report throughput and latency.
+    Bench(bench::BenchArgs),
     /// Start a daemon on its defaults, prove a few synthetic jobs, print the timings.
     Demo(demo::DemoArgs),
     /// Filecoin parameter files.
@@ -161,6 +163,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Cmd::Demo(a) => return demo::run(&a).await.map(|_| ExitCode::SUCCESS),
+        Cmd::Bench(a) => {
+            let rows = bench::run(&a, &cli.addr, json).await?;
+            let failed: usize = rows.iter().map(|r| r.failed).sum();
+            return Ok(if failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
+        }
         Cmd::Params(c) => {
             filecoin_cmds::run_params(&c)?;
             return Ok(ExitCode::SUCCESS);
@@ -264,7 +275,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             );
         }
-        Cmd::Waterfall(_) | Cmd::Demo(_) | Cmd::Params(_) | Cmd::GenVanilla(_) => unreachable!(),
+        Cmd::Waterfall(_) | Cmd::Demo(_) | Cmd::Bench(_) | Cmd::Params(_) | Cmd::GenVanilla(_) => {
+            unreachable!("handled before connecting")
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

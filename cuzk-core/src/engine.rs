@@ -384,6 +384,9 @@ impl Shared {
     pub fn fail(&self, job: &Job, err: Error) {
         let msg = err.to_string();
         if job.finish(JobState::Failed(msg.clone())) {
+            // Its other partitions would only be skipped later; free their memory now.
+            self.synth_queue.remove_where(|w| w.job.id == job.id);
+            self.prove_queue.remove_where(|w| w.job.id == job.id);
             tracing::warn!(job = %job.id, error = %msg, "job failed");
             self.metrics
                 .job_finished(job.kind, "failed", job.submitted.elapsed());
