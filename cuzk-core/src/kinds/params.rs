@@ -20,8 +20,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
-use storage_proofs_core::parameter_cache::VERSION;
-use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+use storage_proofs_core::parameter_cache::{CacheableParameters, VERSION};
+use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
 use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::{
@@ -73,13 +73,54 @@ fn canonical(kind: ProofKind, sector_size: u64) -> Option<Canonical> {
     })
 }
 
+/// The proof crates' cache identifier of a circuit, computed as their parameter caches
+/// compute it (`CacheableParameters::cache_identifier` over the public parameters).
+/// filecoin-proofs-api's `RegisteredUpdateProof::circuit_identifier` returns the PoRep
+/// identifier (it goes through a PoRepConfig), so it cannot be used for SnapDeals.
 fn identifier_of(c: &Canonical) -> Result<String> {
-    let r = match c {
-        Canonical::Seal(p) => p.circuit_identifier(),
-        Canonical::PoSt(p) => p.circuit_identifier(),
-        Canonical::Update(p) => p.circuit_identifier(),
+    let (kind, size) = match c {
+        Canonical::Seal(p) => (ProofKind::PorepSealCommit, u64::from(p.sector_size())),
+        Canonical::PoSt(p) if p.typ() == filecoin_proofs_api::PoStType::Winning => {
+            (ProofKind::WinningPost, u64::from(p.sector_size()))
+        }
+        Canonical::PoSt(p) => (ProofKind::WindowPostPartition, u64::from(p.sector_size())),
+        Canonical::Update(p) => (ProofKind::SnapDealsUpdate, u64::from(p.sector_size())),
     };
-    r.map_err(|e| Error::Params(format!("circuit identifier: {e}")))
+    super::with_shape!(size, identifier_shaped, kind, c)
+}
+
+fn identifier_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    kind: ProofKind,
+    c: &Canonical,
+) -> Result<String> {
+    let e = |x: anyhow::Error| Error::Params(format!("{kind} circuit identifier: {x:#}"));
+    Ok(match c {
+        Canonical::Seal(p) => {
+            let pp = public_params::<Tree>(&p.as_v1_config()).map_err(e)?;
+            <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<
+                StackedCircuit<Tree, DefaultPieceHasher>,
+                _,
+            >>::cache_identifier(&pp)
+        }
+        Canonical::PoSt(p) => {
+            let cfg = p.as_v1_config();
+            let pp = if kind == ProofKind::WinningPost {
+                winning_post_public_params::<Tree>(&cfg)
+            } else {
+                window_post_public_params::<Tree>(&cfg)
+            }
+            .map_err(e)?;
+            <FallbackPoStCompound<Tree> as CacheableParameters<FallbackPoStCircuit<Tree>, _>>::cache_identifier(&pp)
+        }
+        Canonical::Update(p) => {
+            let pp =
+                storage_proofs_update::PublicParams::from_sector_size(u64::from(p.sector_size()));
+            <EmptySectorUpdateCompound<Tree> as CacheableParameters<
+                EmptySectorUpdateCircuit<Tree>,
+                _,
+            >>::cache_identifier(&pp)
+        }
+    })
 }
 
 /// "porep-2k", "winning-32g", ...
@@ -328,4 +369,33 @@ pub(crate) fn porep_public_params<Tree: 'static + MerkleTreeTrait>(
     config: &filecoin_proofs::PoRepConfig,
 ) -> Result<storage_proofs_porep::stacked::PublicParams<Tree>> {
     public_params::<Tree>(config).map_err(|e| Error::Internal(format!("porep setup: {e:#}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storage_proofs_core::parameter_cache::get_parameter_data_from_id;
+
+    /// Every circuit id resolves to a file the production manifest (the proof crates'
+    /// parameters.json) lists, so a directory fetched by paramfetch works unchanged.
+    #[test]
+    fn identifiers_are_the_production_file_names() {
+        let kinds = [
+            ProofKind::PorepSealCommit,
+            ProofKind::WinningPost,
+            ProofKind::WindowPostPartition,
+            ProofKind::SnapDealsUpdate,
+        ];
+        for size in registered::SECTOR_SIZES {
+            let mut ids = Vec::new();
+            for kind in kinds {
+                let set = canonical_set(kind, size).unwrap();
+                let file = format!("v{VERSION}-{}.params", set.identifier);
+                assert!(get_parameter_data_from_id(&file).is_some(), "{} -> {file}", set.srs_id);
+                ids.push(set.identifier);
+            }
+            ids.dedup();
+            assert_eq!(ids.len(), kinds.len(), "two kinds share a file at {size}");
+        }
+    }
 }

@@ -12,7 +12,7 @@ use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::{ApiFeature, RegisteredSealProof, SectorId};
 use serde::Deserialize;
 use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
 
 use super::params::{self, ParamSet};
@@ -159,6 +159,21 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait>(
             "partition {k} has {} challenge proofs, {registered:?} needs {per_partition}",
             p.len()
         )));
+    }
+
+    // Sizes sharing a tree shape (2 KiB, 8 MiB, 512 MiB) share the vanilla proof type, so
+    // the type alone does not pin the size; the data-tree openings' height does.
+    let height = (u64::from(config.sector_size) / 32).trailing_zeros() as usize;
+    for (k, partition) in vanilla.iter().enumerate() {
+        if let Some(p) = partition
+            .iter()
+            .find(|p| p.comm_d_proofs.path().len() != height)
+        {
+            return Err(bad(format!(
+                "partition {k}: a comm_d opening of height {} cannot be from a {registered:?} sector (height {height})",
+                p.comm_d_proofs.path().len()
+            )));
+        }
     }
 
     let field = |name: &'static str, b: &[u8; 32]| -> Result<()> {
