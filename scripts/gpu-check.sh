@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the GPU tests and the NTT benchmark on a machine with a GPU, from binaries built
 # elsewhere (the device machine has no Rust toolchain). Layout expected under $BIN
-# (default .device): field, cuda_ntt (test executables), gpu_ntt (benchmark).
+# (default .device): field, cuda_ntt, cuda_master (test executables), gpu_ntt (benchmark).
 # Logs go to $OUT (default ./gpu-logs); a short table is printed last.
 #
 #   scripts/gpu-check.sh                    # everything, default sizes
@@ -32,6 +32,9 @@ run field timeout "${FIELD_TIMEOUT:-120}" "$BIN/field" --nocapture --test-thread
 run gpu_ntt timeout "${BENCH_TIMEOUT:-200}" "$BIN/gpu_ntt" "$BENCH_SIZES" --reps "${BENCH_REPS:-10}"
 if [[ -n "${VARIANT_SIZES:-}" ]]; then
     CUZK_NTT_VARIANT=1 CUZK_BENCH_NO_CPU=1 run gpu_ntt_v1 timeout 120 "$BIN/gpu_ntt" "$VARIANT_SIZES" --reps 5
+fi
+if [[ -x "$BIN/cuda_master" ]]; then
+    run cuda_master timeout 300 "$BIN/cuda_master" --nocapture --test-threads=1
 fi
 run cuda_ntt timeout "${SWEEP_TIMEOUT:-300}" "$BIN/cuda_ntt" --nocapture --test-threads=1 ${SWEEP_FILTER:-}
 
