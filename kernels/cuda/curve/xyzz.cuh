@@ -53,6 +53,7 @@ struct xyzz_t {
 
     // this += (x, neg ? -y : y). Exact in every case: either side infinity, equal points
     // (doubling), opposite points (infinity).
+    template <int U = F::FAST_U>
     CUZK_HD void add_affine(const affine_t<F>& p, bool neg) {
         if (p.is_inf()) return;
         F y2 = neg ? p.y.neg() : p.y;
@@ -63,8 +64,8 @@ struct xyzz_t {
             ZZZ = F::one();
             return;
         }
-        F U2 = p.x * ZZ;
-        F S2 = y2 * ZZZ;
+        F U2 = F::template mul<U>(p.x, ZZ);
+        F S2 = F::template mul<U>(y2, ZZZ);
         F P = U2 - X;
         F R = S2 - Y;
         if (P.is_zero()) {
@@ -74,14 +75,14 @@ struct xyzz_t {
                 *this = inf();
             return;
         }
-        F PP = P.sqr();
-        F PPP = P * PP;
-        F Q = X * PP;
-        F X3 = R.sqr() - PPP - Q.dbl();
-        Y = R * (Q - X3) - Y * PPP;
+        F PP = F::template square<U>(P);
+        F PPP = F::template mul<U>(P, PP);
+        F Q = F::template mul<U>(X, PP);
+        F X3 = F::template square<U>(R) - PPP - Q.dbl();
+        Y = F::template mul<U>(R, Q - X3) - F::template mul<U>(Y, PPP);
         X = X3;
-        ZZ = ZZ * PP;
-        ZZZ = ZZZ * PPP;
+        ZZ = F::template mul<U>(ZZ, PP);
+        ZZZ = F::template mul<U>(ZZZ, PPP);
     }
 
     CUZK_HD xyzz_t dbl() const { return dbl(*this); }
@@ -89,24 +90,25 @@ struct xyzz_t {
 
     // p + q, both in XYZZ.
     CUZK_HD_NOINLINE static xyzz_t sum(const xyzz_t& p, const xyzz_t& q) {
+        constexpr int U = F::FAST_U;
         if (q.is_inf()) return p;
         if (p.is_inf()) return q;
         const F& X = p.X;
         const F& Y = p.Y;
         const F& ZZ = p.ZZ;
         const F& ZZZ = p.ZZZ;
-        F U1 = X * q.ZZ;
-        F U2 = q.X * ZZ;
-        F S1 = Y * q.ZZZ;
-        F S2 = q.Y * ZZZ;
+        F U1 = F::template mul<U>(X, q.ZZ);
+        F U2 = F::template mul<U>(q.X, ZZ);
+        F S1 = F::template mul<U>(Y, q.ZZZ);
+        F S2 = F::template mul<U>(q.Y, ZZZ);
         F P = U2 - U1;
         F R = S2 - S1;
         if (P.is_zero()) return R.is_zero() ? dbl(p) : inf();
-        F PP = P.sqr();
-        F PPP = P * PP;
-        F Q = U1 * PP;
-        F X3 = R.sqr() - PPP - Q.dbl();
-        F Y3 = R * (Q - X3) - S1 * PPP;
-        return {X3, Y3, ZZ * q.ZZ * PP, ZZZ * q.ZZZ * PPP};
+        F PP = F::template square<U>(P);
+        F PPP = F::template mul<U>(P, PP);
+        F Q = F::template mul<U>(U1, PP);
+        F X3 = F::template square<U>(R) - PPP - Q.dbl();
+        F Y3 = F::template mul<U>(R, Q - X3) - F::template mul<U>(S1, PPP);
+        return {X3, Y3, F::template mul<U>(F::template mul<U>(ZZ, q.ZZ), PP), F::template mul<U>(F::template mul<U>(ZZZ, q.ZZZ), PPP)};
     }
 };

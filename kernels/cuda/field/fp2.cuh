@@ -21,17 +21,25 @@ struct fp2_t {
     CUZK_HD fp2_t neg() const { return {c0.neg(), c1.neg()}; }
     CUZK_HD fp2_t dbl() const { return {c0.dbl(), c1.dbl()}; }
 
-    // Karatsuba: three base-field multiplications instead of four.
-    CUZK_HD friend fp2_t operator*(const fp2_t& a, const fp2_t& b) {
-        fp_t t0 = a.c0 * b.c0;
-        fp_t t1 = a.c1 * b.c1;
-        fp_t t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
+    // Karatsuba: three base-field multiplications instead of four. U as in fp_t::mul.
+    template <int U>
+    CUZK_HD static fp2_t mul(const fp2_t& a, const fp2_t& b) {
+        fp_t t0 = fp_t::mul<U>(a.c0, b.c0);
+        fp_t t1 = fp_t::mul<U>(a.c1, b.c1);
+        fp_t t2 = fp_t::mul<U>(a.c0 + a.c1, b.c0 + b.c1);
         return {t0 - t1, t2 - t0 - t1};
     }
 
     // (c0 + c1 u)^2 = (c0 + c1)(c0 - c1) + 2 c0 c1 u: two multiplications.
-    CUZK_HD fp2_t sqr() const {
-        fp_t t = c0 * c1;
-        return {(c0 + c1) * (c0 - c1), t.dbl()};
+    template <int U>
+    CUZK_HD static fp2_t square(const fp2_t& a) {
+        fp_t t = fp_t::mul<U>(a.c0, a.c1);
+        return {fp_t::mul<U>(a.c0 + a.c1, a.c0 - a.c1), t.dbl()};
     }
+
+    CUZK_HD friend fp2_t operator*(const fp2_t& a, const fp2_t& b) { return mul<1>(a, b); }
+    CUZK_HD fp2_t sqr() const { return square<1>(*this); }
+    // Rolled, as in Fp; unrolled, the G2 bucket kernel also needs more than 255 registers
+    // and spills (-Xptxas -v).
+    static constexpr int FAST_U = 1;
 };

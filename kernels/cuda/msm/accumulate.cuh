@@ -22,7 +22,7 @@ __device__ __forceinline__ uint32_t bucket_of(const uint32_t* offsets, uint32_t 
     return lo;
 }
 
-template <class F>
+template <class F, int U = F::FAST_U>
 __device__ __forceinline__ void accumulate_buckets(
     const affine_t<F>* points, const uint32_t* sorted, const uint32_t* offsets, uint32_t nb,
     uint32_t total, uint32_t seg_len, xyzz_t<F>* buckets, xyzz_t<F>* head_sum,
@@ -53,8 +53,11 @@ __device__ __forceinline__ void accumulate_buckets(
                 bend = offsets[b + 1];
             } while (bend <= e);  // skip empty buckets
         }
+        // (Loading the next point before adding this one, to overlap the two dependent
+        // loads with arithmetic, measured no faster: 159.8 vs 161 ms at G1 2^24.)
         const uint32_t entry = sorted[e];
-        acc.add_affine(affine_t<F>::load(points + (entry & 0x7fffffffu)), entry >> 31);
+        acc.template add_affine<U>(affine_t<F>::load(points + (entry & 0x7fffffffu)),
+                                   entry >> 31);
     }
     if (head) {
         head_sum[t] = acc;
