@@ -103,6 +103,9 @@ impl Engine {
     }
 
     pub fn start_with_hooks(config: EngineConfig, test_hooks: TestHooks) -> Result<Engine> {
+        // The Filecoin proof crates (their verifiers) read the parameter directory once per
+        // process: point them at ours before anything else runs.
+        crate::kinds::params::use_parameter_dir(&config.param_dir)?;
         let devices = open_devices(&config)?;
         let shared = Arc::new(Shared {
             srs: SrsCache::new(config.param_dir.clone()),

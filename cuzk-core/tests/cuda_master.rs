@@ -36,7 +36,9 @@ fn synthetic_proofs_on_cuda_match_cpu_and_bellperson() {
             let mut rng = ChaCha20Rng::seed_from_u64(seed ^ log as u64);
             let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
             let circuit = SyntheticCircuit::new(log, seed);
-            let on_gpu = prove_circuit(&gpu, &params, "t", circuit.clone(), r, s).unwrap();
+            // A distinct id per parameter set: the GPU keeps bases resident by id.
+            let id = format!("master-2^{log}");
+            let on_gpu = prove_circuit(&gpu, &params, &id, circuit.clone(), r, s).unwrap();
             let on_cpu = prove_circuit(&CpuBackend, &params, "t", circuit.clone(), r, s).unwrap();
             let theirs = groth16::create_proof(circuit, &params, r, s).unwrap();
             assert_eq!(

@@ -114,6 +114,10 @@ impl Backend for CudaBackend {
     fn msm_g2(&self, bases: G2Bases<'_>, scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
         msm::msm_g2(&self.dev, bases, scalars)
     }
+
+    fn evict(&self, srs_id: &str) {
+        msm::evict(&self.dev, srs_id)
+    }
 }
 
 /// Every CUDA device the driver sees (ordinal, name, memory), for GetStatus. Empty where
