@@ -48,7 +48,9 @@ async fn four_filecoin_kinds_over_grpc_pass_the_stock_verifiers() {
         "--param-dir".into(),
         dir.display().to_string(),
     ];
-    let daemon = SpawnedDaemon::start(&args, &log).await.expect("daemon starts");
+    let daemon = SpawnedDaemon::start(&args, &log)
+        .await
+        .expect("daemon starts");
     let mut client = rpc::connect(&daemon.addr).await.unwrap();
 
     for kind in kinds {
@@ -59,11 +61,19 @@ async fn four_filecoin_kinds_over_grpc_pass_the_stock_verifiers() {
         let wire = rpc::submit_request(req.clone(), None, format!("e2e-{kind}"));
         let id = client.submit_proof(wire).await.unwrap().into_inner().job_id;
         let r = client
-            .await_proof(pb::AwaitProofRequest { job_id: id, timeout_ms: 0 })
+            .await_proof(pb::AwaitProofRequest {
+                job_id: id,
+                timeout_ms: 0,
+            })
             .await
             .unwrap()
             .into_inner();
-        assert_eq!(r.status, AwaitStatus::Completed as i32, "{kind}: {}", r.error_message);
+        assert_eq!(
+            r.status,
+            AwaitStatus::Completed as i32,
+            "{kind}: {}",
+            r.error_message
+        );
         assert_eq!(r.proof.len(), 192 * partitions, "{kind}");
         // The stock verifier, in this process, on the bytes the daemon returned.
         build_task(&req)
@@ -73,10 +83,20 @@ async fn four_filecoin_kinds_over_grpc_pass_the_stock_verifiers() {
         // A flipped byte must be rejected: the check above can fail.
         let mut bad = r.proof.clone();
         bad[100] ^= 1;
-        assert!(build_task(&req).unwrap().verify_job(&bad).is_err(), "{kind}");
+        assert!(
+            build_task(&req).unwrap().verify_job(&bad).is_err(),
+            "{kind}"
+        );
     }
-    let status = client.get_status(pb::GetStatusRequest {}).await.unwrap().into_inner();
+    let status = client
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(status.total_proofs_completed, 4);
-    assert!(status.loaded_srs.iter().any(|s| s.circuit_id.starts_with("porep")));
+    assert!(status
+        .loaded_srs
+        .iter()
+        .any(|s| s.circuit_id.starts_with("porep")));
     daemon.stop().await.unwrap();
 }

@@ -24,15 +24,28 @@ fn main() {
         .skip(1)
         .map(|a| a.parse().expect("sizes are log2 constraint counts"))
         .collect();
-    let sizes = if sizes.is_empty() { vec![16, 18] } else { sizes };
-    let reps: usize = std::env::var("REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let sizes = if sizes.is_empty() {
+        vec![16, 18]
+    } else {
+        sizes
+    };
+    let reps: usize = std::env::var("REPS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
     let dir = std::env::var("CUZK_PARAM_CACHE").unwrap_or_else(|_| {
-        format!("{}/.cache/cuzk/params", std::env::var("HOME").unwrap_or_else(|_| "/tmp".into()))
+        format!(
+            "{}/.cache/cuzk/params",
+            std::env::var("HOME").unwrap_or_else(|_| "/tmp".into())
+        )
     });
     let srs = SrsCache::new(dir);
     println!(
         "{:>6} {:>12} {:>16} {:>7}   ({} cores, median of {reps})",
-        "size", "cuzk cpu ms", "bellperson ms", "ratio",
+        "size",
+        "cuzk cpu ms",
+        "bellperson ms",
+        "ratio",
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     for log in sizes {

@@ -391,7 +391,11 @@ mod tests {
             for kind in kinds {
                 let set = canonical_set(kind, size).unwrap();
                 let file = format!("v{VERSION}-{}.params", set.identifier);
-                assert!(get_parameter_data_from_id(&file).is_some(), "{} -> {file}", set.srs_id);
+                assert!(
+                    get_parameter_data_from_id(&file).is_some(),
+                    "{} -> {file}",
+                    set.srs_id
+                );
                 ids.push(set.identifier);
             }
             ids.dedup();
