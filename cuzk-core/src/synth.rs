@@ -86,6 +86,11 @@ impl Density {
 
     fn extend(&mut self, other: &Density, skip_first: bool) {
         let start = usize::from(skip_first);
+        // As bellperson's DensityTracker: the other system's first input is its own "one",
+        // standing for ours, so its use marks ours.
+        if skip_first && other.len > 0 && other.contains(0) && self.len > 0 {
+            self.insert(0);
+        }
         for i in start..other.len {
             self.push();
             if other.contains(i) {
