@@ -37,8 +37,14 @@ fi
 if ! command -v chromium >/dev/null 2>&1; then
 	echo "== installing chromium"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -q >/dev/null
-	apt-get install -y -q chromium >/dev/null
+	# CI runs as root; elsewhere sudo, when there is one.
+	sudo=()
+	if [[ $(id -u) -ne 0 ]] && command -v sudo >/dev/null 2>&1; then
+		sudo=(sudo --preserve-env=DEBIAN_FRONTEND)
+	fi
+	"${sudo[@]}" apt-get update -q >/dev/null
+	"${sudo[@]}" apt-get install -y -q chromium >/dev/null
+	command -v chromium >/dev/null 2>&1 || fail "chromium is not on PATH after installing it"
 fi
 
 profile=$(mktemp -d)
