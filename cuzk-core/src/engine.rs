@@ -272,13 +272,15 @@ impl Engine {
     pub fn cancel(&self, id: &str) -> Result<bool> {
         let job = self.job(id)?;
         let was_running = job.state() == JobState::Running;
-        if job.finish(JobState::Cancelled) {
-            self.shared.synth_queue.remove_where(|w| w.job.id == job.id);
-            self.shared.prove_queue.remove_where(|w| w.job.id == job.id);
-            self.shared
-                .metrics
+        let s = &self.shared;
+        let cancelled = job.finish(JobState::Cancelled, || {
+            s.metrics
                 .job_finished(job.kind, "cancelled", job.submitted.elapsed());
-            self.shared.timeline.emit("JOB_CANCELLED", &job.id, &[]);
+            s.timeline.emit("JOB_CANCELLED", &job.id, &[]);
+        });
+        if cancelled {
+            s.synth_queue.remove_where(|w| w.job.id == job.id);
+            s.prove_queue.remove_where(|w| w.job.id == job.id);
         }
         Ok(was_running)
     }
@@ -386,15 +388,17 @@ impl Shared {
     /// Fail a job (first failure wins; later partitions of a failed job are skipped).
     pub fn fail(&self, job: &Job, err: Error) {
         let msg = err.to_string();
-        if job.finish(JobState::Failed(msg.clone())) {
-            // Its other partitions would only be skipped later; free their memory now.
-            self.synth_queue.remove_where(|w| w.job.id == job.id);
-            self.prove_queue.remove_where(|w| w.job.id == job.id);
+        let failed = job.finish(JobState::Failed(msg.clone()), || {
             tracing::warn!(job = %job.id, error = %msg, "job failed");
             self.metrics
                 .job_finished(job.kind, "failed", job.submitted.elapsed());
             self.timeline
                 .emit("JOB_FAILED", &job.id, &[("error", &msg)]);
+        });
+        if failed {
+            // Its other partitions would only be skipped later; free their memory now.
+            self.synth_queue.remove_where(|w| w.job.id == job.id);
+            self.prove_queue.remove_where(|w| w.job.id == job.id);
         }
     }
 
@@ -402,13 +406,13 @@ impl Shared {
     pub fn complete(&self, job: &Job, proof: &[u8]) {
         match pipeline::job_result(self, job, proof) {
             JobState::Completed => {
-                if job.finish(JobState::Completed) {
+                job.finish(JobState::Completed, || {
                     let ms = job.submitted.elapsed().as_secs_f64() * 1e3;
                     self.metrics
                         .job_finished(job.kind, "completed", job.submitted.elapsed());
                     self.timeline
                         .emit("JOB_DONE", &job.id, &[("ms", &format!("{ms:.1}"))]);
-                }
+                });
             }
             JobState::Failed(msg) => self.fail(job, Error::Verification(msg)),
             _ => unreachable!("job_result returns Completed or Failed"),

@@ -80,24 +80,25 @@ impl Job {
         self.state.subscribe()
     }
 
-    /// Move to a final state unless already final; true if this call did it.
-    pub fn finish(&self, state: JobState) -> bool {
+    /// Move to a final state unless already final; true if this call did it. `on_final` runs
+    /// (only then) before any waiter is woken, so that what it records — the TIMELINE line,
+    /// metrics — is written before a client can see the result and, say, stop the daemon.
+    pub fn finish(&self, state: JobState, on_final: impl FnOnce()) -> bool {
         debug_assert!(state.is_final());
-        let changed = self.state.send_if_modified(|s| {
+        self.state.send_if_modified(|s| {
             if s.is_final() {
                 return false;
             }
             *s = state;
-            true
-        });
-        if changed {
             let mut p = self.progress.lock();
             p.finished = Some(Instant::now());
             p.timings.total = self.submitted.elapsed();
             // The proving key is no longer needed by this job: release our reference.
             p.srs = None;
-        }
-        changed
+            drop(p);
+            on_final();
+            true
+        })
     }
 
     /// A partition starts synthesis: the job is running; the first start ends its queue wait.

@@ -274,9 +274,10 @@ async fn critical_job_submitted_behind_normal_ones_starts_first() {
 async fn cancel_a_queued_job_and_bad_input_gets_clear_errors() {
     let mut d = Daemon::start(&["--synthesis-workers", "1", "--max-queued-jobs", "2"]).await;
     let c = &mut d.client;
-    // A long job occupies the only synthesis worker...
+    // A long job occupies the only synthesis worker: its later partitions stay queued ahead
+    // of the jobs below while the device (prove queue of 2) holds the worker back...
     let busy = c
-        .submit_proof(synthetic(14, 2, 1, None))
+        .submit_proof(synthetic(16, 6, 1, None))
         .await
         .unwrap()
         .into_inner()
@@ -392,7 +393,7 @@ async fn cancel_a_queued_job_and_bad_input_gets_clear_errors() {
         "{}",
         r.error_message
     );
-    verify_synthetic(&r.proof, 14, 2, 1);
+    verify_synthetic(&r.proof, 16, 6, 1);
     let events = d.stop().await;
     assert!(events
         .iter()
