@@ -43,6 +43,9 @@ pub struct EngineConfig {
     /// Synthesized partitions waiting for a device; each holds a/b/c and the assignments
     /// in memory (about 1.3 GB for a 32 GiB PoRep partition), so this bounds memory.
     pub max_synthesized_partitions: usize,
+    /// Bytes that synthesized partitions waiting for (or on) a device may hold together;
+    /// 0: half of the machine's memory.
+    pub synthesized_memory_bytes: u64,
     /// Verify every proof against the verifying key before returning it.
     pub verify_proofs: bool,
     /// How long finished jobs stay available to AwaitProof.
@@ -61,6 +64,7 @@ impl Default for EngineConfig {
             synthesis_workers: (cores / 2).clamp(1, 8),
             max_queued_jobs: 256,
             max_synthesized_partitions: 2,
+            synthesized_memory_bytes: 0,
             verify_proofs: true,
             result_retention_secs: 3600,
             timeline: true,

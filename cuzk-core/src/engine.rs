@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use crate::budget::{default_budget_bytes, MemoryBudget};
 use crate::config::EngineConfig;
-use crate::gpu::{open_devices, Device};
+use crate::gpu::{cpu_fallback, open_devices, Device};
 use crate::job::{Error, JobId, JobState, Priority, ProofKind, Result, SubmitRequest};
 use crate::kinds::build_task;
 use crate::metrics::Metrics;
@@ -26,6 +27,9 @@ use crate::timeline::Timeline;
 pub struct TestHooks {
     /// Called at the start of every synthesis with the job id; may panic.
     pub synthesis_panic: Option<Box<dyn Fn(&str) + Send + Sync>>,
+    /// Called before each device step with (request id, device label); true makes that
+    /// step fail as a device fault would.
+    pub device_error: Option<Box<dyn Fn(&str, &str) -> bool + Send + Sync>>,
 }
 
 /// State shared by the engine handle and its workers.
@@ -35,6 +39,10 @@ pub struct Shared {
     pub timeline: Timeline,
     pub metrics: Metrics,
     pub devices: Vec<Arc<Device>>,
+    /// Where partitions of a failed device are proven.
+    pub cpu_fallback: Arc<Device>,
+    /// Bounds the memory of synthesized partitions.
+    pub memory: Arc<MemoryBudget>,
     pub synth_queue: PriorityQueue<PartitionWork>,
     pub prove_queue: PriorityQueue<SynthesizedWork>,
     pub test_hooks: TestHooks,
@@ -107,7 +115,13 @@ impl Engine {
         // process: point them at ours before anything else runs.
         crate::kinds::params::use_parameter_dir(&config.param_dir)?;
         let devices = open_devices(&config)?;
+        let memory_limit = match config.synthesized_memory_bytes {
+            0 => default_budget_bytes(),
+            n => n,
+        };
         let shared = Arc::new(Shared {
+            cpu_fallback: cpu_fallback(&devices),
+            memory: MemoryBudget::new(memory_limit),
             srs: SrsCache::new(config.param_dir.clone()),
             timeline: Timeline::new(config.timeline),
             metrics: Metrics::new(),
@@ -211,6 +225,7 @@ impl Engine {
             let work = PartitionWork {
                 job: job.clone(),
                 index,
+                on_cpu: false,
             };
             (priority, seq, work)
         });

@@ -59,6 +59,19 @@ impl Device {
     }
 }
 
+/// Where a partition goes when its device failed: the CPU backend, which needs nothing but
+/// memory. When the CPU is already the proving device, it is that device (its mutex).
+pub fn cpu_fallback(devices: &[Arc<Device>]) -> Arc<Device> {
+    match devices.iter().find(|d| d.label == "cpu") {
+        Some(d) => d.clone(),
+        None => Arc::new(Device::new(
+            "cpu-fallback".into(),
+            0,
+            Arc::new(CpuBackend::new()),
+        )),
+    }
+}
+
 /// The devices the configuration asks for. `auto` takes every CUDA device when the kernels
 /// are built in and a driver answers, and the CPU otherwise.
 pub fn open_devices(config: &EngineConfig) -> Result<Vec<Arc<Device>>> {

@@ -5,6 +5,7 @@
 //! and `prove` H polynomial and MSMs through a `backend`; `finalize` assemble, self-verify)
 //! -> results in `record`, awaited through `engine`.
 pub mod backend;
+pub mod budget;
 pub mod config;
 pub mod engine;
 pub mod finalize;

@@ -2,17 +2,21 @@
 //! synthesizes its circuit; a device worker proves it under the device's mutex; finalize
 //! assembles and verifies it; the last partition completes the job.
 //!
-//! A panic in a job's circuit or prover fails that job, never the worker or the daemon.
+//! A panic in a job's circuit or prover fails that job, never the worker or the daemon. A
+//! device failure (a backend error or a panic in the prover) sends the partition back for
+//! synthesis once more, to be proven on the CPU backend.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::backend::BackendError;
+use crate::budget::Reservation;
 use crate::engine::Shared;
 use crate::finalize::finalize_partition;
 use crate::gpu::Device;
 use crate::job::{Error, JobState, Result};
-use crate::prove::prove_on_device;
+use crate::prove::{prove_on_device, ProveError};
 use crate::record::Job;
 use crate::synth::Synthesized;
 
@@ -20,29 +24,39 @@ use crate::synth::Synthesized;
 pub struct PartitionWork {
     pub job: Arc<Job>,
     pub index: usize,
+    /// Its device failed once: prove it on the CPU fallback, right after synthesis.
+    pub on_cpu: bool,
 }
 
-/// A synthesized partition waiting for a device.
+/// A synthesized partition waiting for a device. Its bytes are held against the memory
+/// budget until it is dropped.
 pub struct SynthesizedWork {
     pub job: Arc<Job>,
     pub index: usize,
     pub synth: Synthesized,
+    _memory: Reservation,
 }
 
 /// Run `f`, turning a panic into an error naming what panicked.
 fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-        let msg = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        Err(Error::Internal(format!("{what} panicked: {msg}")))
+        Err(Error::Internal(format!(
+            "{what} panicked: {}",
+            panic_message(&panic)
+        )))
     })
 }
 
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
 pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
-    while let Some(PartitionWork { job, index }) = shared.synth_queue.pop() {
+    while let Some(PartitionWork { job, index, on_cpu }) = shared.synth_queue.pop() {
         if !job.is_live() {
             continue;
         }
@@ -63,141 +77,232 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
             job.task.synthesize(index)
         });
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        match result {
-            Ok(synth) => {
-                job.add_synthesis(t.elapsed());
-                tl.emit(
-                    "SYNTH_END",
-                    &job.id,
-                    &[
-                        ("partition", &index),
-                        ("worker", &worker),
-                        ("ms", &format!("{ms:.1}")),
-                    ],
-                );
-                tl.emit("GPU_QUEUE", &job.id, &[("partition", &index)]);
-                let work = SynthesizedWork {
-                    job: job.clone(),
-                    index,
-                    synth,
-                };
-                if shared
-                    .prove_queue
-                    .push_wait(job.priority, job.seq, work)
-                    .is_err()
-                {
-                    shared.fail(&job, Error::ShuttingDown);
-                }
-            }
-            Err(e) => shared.fail(&job, e),
-        }
-    }
-}
-
-pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
-    while let Some(SynthesizedWork { job, index, synth }) = shared.prove_queue.pop() {
-        if !job.is_live() {
-            continue;
-        }
-        let tl = &shared.timeline;
-        let dev = device.label.as_str();
-        tl.emit(
-            "GPU_LOCK_WAIT",
-            &job.id,
-            &[("partition", &index), ("device", &dev)],
-        );
-        let srs = match job.srs(|| job.task.params(&shared.srs)) {
-            Ok(srs) => srs,
+        let synth = match result {
+            Ok(synth) => synth,
             Err(e) => {
                 shared.fail(&job, e);
                 continue;
             }
         };
-        let synthesized_inputs = synth.public_inputs().to_vec();
-        let proven = {
-            let _exclusive = device.lock();
-            device.set_current(Some((job.id.clone(), job.kind)));
-            tl.emit(
-                "GPU_START",
-                &job.id,
-                &[("partition", &index), ("device", &dev)],
-            );
-            let t = Instant::now();
-            let r = guarded("prover", || {
-                Ok(prove_on_device(
-                    device.backend.as_ref(),
-                    &srs.params,
-                    &srs.id,
-                    synth,
-                )?)
-            });
-            let elapsed = t.elapsed();
-            device.add_busy(elapsed);
-            device.set_current(None);
-            if let Ok((_, timings)) = &r {
-                tl.emit(
-                    "NTT_END",
-                    &job.id,
-                    &[
-                        ("partition", &index),
-                        ("device", &dev),
-                        ("ms", &format!("{:.1}", timings.ntt.as_secs_f64() * 1e3)),
-                    ],
-                );
-                tl.emit(
-                    "MSM_END",
-                    &job.id,
-                    &[
-                        ("partition", &index),
-                        ("device", &dev),
-                        ("ms", &format!("{:.1}", timings.msm.as_secs_f64() * 1e3)),
-                    ],
-                );
+        job.add_synthesis(t.elapsed());
+        tl.emit(
+            "SYNTH_END",
+            &job.id,
+            &[
+                ("partition", &index),
+                ("worker", &worker),
+                ("ms", &format!("{ms:.1}")),
+            ],
+        );
+        // Cancelled (or failed) while synthesizing: free the partition now.
+        if !job.is_live() {
+            continue;
+        }
+        let bytes = synth.size_bytes() as u64;
+        let Some(memory) = shared.memory.reserve(bytes, || !job.is_live()) else {
+            continue;
+        };
+        let work = SynthesizedWork {
+            job: job.clone(),
+            index,
+            synth,
+            _memory: memory,
+        };
+        if on_cpu {
+            // The retry of a failed device: proven here, so no GPU worker waits on the CPU.
+            let fallback = shared.cpu_fallback.clone();
+            if let Err(e) = prove_partition(&shared, &fallback, work) {
+                shared.fail(&job, e.into_error());
             }
+            continue;
+        }
+        tl.emit("GPU_QUEUE", &job.id, &[("partition", &index)]);
+        if shared
+            .prove_queue
+            .push_wait(job.priority, job.seq, work)
+            .is_err()
+        {
+            shared.fail(&job, Error::ShuttingDown);
+        }
+    }
+}
+
+pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
+    while let Some(work) = shared.prove_queue.pop() {
+        if !work.job.is_live() {
+            continue;
+        }
+        let (job, index) = (work.job.clone(), work.index);
+        match prove_partition(&shared, &device, work) {
+            Ok(()) => {}
+            Err(Failure::Device(e)) => {
+                // Retried once, on the CPU (a retry that fails there fails the job): a
+                // device fault must not cost a WindowPoSt.
+                let msg = e.to_string();
+                tracing::warn!(job = %job.id, partition = index, device = %device.label,
+                    error = %msg, "device failed; retrying the partition on the CPU");
+                shared.timeline.emit(
+                    "DEVICE_RETRY",
+                    &job.id,
+                    &[
+                        ("partition", &index),
+                        ("device", &device.label.as_str()),
+                        ("error", &msg),
+                    ],
+                );
+                let retry = PartitionWork {
+                    job: job.clone(),
+                    index,
+                    on_cpu: true,
+                };
+                if !shared
+                    .synth_queue
+                    .push_all([(job.priority, job.seq, retry)])
+                {
+                    shared.fail(&job, Error::ShuttingDown);
+                }
+            }
+            Err(e) => shared.fail(&job, e.into_error()),
+        }
+    }
+}
+
+/// Why a partition's proving failed: its device (worth a retry elsewhere) or the job.
+enum Failure {
+    Device(Error),
+    Job(Error),
+}
+
+impl Failure {
+    fn into_error(self) -> Error {
+        match self {
+            Failure::Device(e) | Failure::Job(e) => e,
+        }
+    }
+}
+
+/// Prove one synthesized partition on `device`, finalize it, and complete the job when it
+/// was the last.
+fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> Result<(), Failure> {
+    let SynthesizedWork {
+        job,
+        index,
+        synth,
+        _memory,
+    } = work;
+    let tl = &shared.timeline;
+    let dev = device.label.as_str();
+    tl.emit(
+        "GPU_LOCK_WAIT",
+        &job.id,
+        &[("partition", &index), ("device", &dev)],
+    );
+    let srs = job
+        .srs(|| job.task.params(&shared.srs))
+        .map_err(Failure::Job)?;
+    let synthesized_inputs = synth.public_inputs().to_vec();
+    let proven = {
+        let _exclusive = device.lock();
+        device.set_current(Some((job.id.clone(), job.kind)));
+        tl.emit(
+            "GPU_START",
+            &job.id,
+            &[("partition", &index), ("device", &dev)],
+        );
+        let t = Instant::now();
+        let injected = shared
+            .test_hooks
+            .device_error
+            .as_ref()
+            .is_some_and(|hook| hook(&job.request_id, dev));
+        let r = if injected {
+            Err(Failure::Device(Error::Prove(ProveError::Backend(
+                BackendError::Device("injected device fault (test hook)".into()),
+            ))))
+        } else {
+            catch_unwind(AssertUnwindSafe(|| {
+                prove_on_device(device.backend.as_ref(), &srs.params, &srs.id, synth)
+            }))
+            .map_err(|panic| {
+                Failure::Device(Error::Internal(format!(
+                    "prover panicked: {}",
+                    panic_message(&panic)
+                )))
+            })
+            .and_then(|r| {
+                r.map_err(|e| match e {
+                    ProveError::Backend(_) => Failure::Device(e.into()),
+                    other => Failure::Job(other.into()),
+                })
+            })
+        };
+        let elapsed = t.elapsed();
+        device.add_busy(elapsed);
+        device.set_current(None);
+        if let Ok((_, timings)) = &r {
             tl.emit(
-                "GPU_END",
+                "NTT_END",
                 &job.id,
                 &[
                     ("partition", &index),
                     ("device", &dev),
-                    ("ms", &format!("{:.1}", elapsed.as_secs_f64() * 1e3)),
+                    ("ms", &format!("{:.1}", timings.ntt.as_secs_f64() * 1e3)),
                 ],
             );
-            job.add_gpu(elapsed);
-            r
-        };
-        // Assembly and verification need no device: done after the lock is released.
-        let finished = proven.and_then(|(msm, _)| {
-            let t = Instant::now();
-            let verify = shared.config.verify_proofs;
-            let inputs = if verify {
-                Some(job.task.public_inputs(index, &synthesized_inputs)?)
-            } else {
-                None
-            };
-            let bytes = guarded("finalize", || {
-                finalize_partition(&srs, &msm, inputs.as_deref())
-            })?;
             tl.emit(
-                "FINALIZE_END",
+                "MSM_END",
                 &job.id,
                 &[
                     ("partition", &index),
-                    ("verified", &verify),
-                    ("ms", &format!("{:.1}", t.elapsed().as_secs_f64() * 1e3)),
+                    ("device", &dev),
+                    ("ms", &format!("{:.1}", timings.msm.as_secs_f64() * 1e3)),
                 ],
             );
-            Ok(bytes)
-        });
-        match finished {
-            Ok(bytes) => {
-                if let Some(proof) = job.store_partition(index, bytes) {
-                    shared.complete(&job, &proof);
-                }
-            }
-            Err(e) => shared.fail(&job, e),
         }
+        tl.emit(
+            "GPU_END",
+            &job.id,
+            &[
+                ("partition", &index),
+                ("device", &dev),
+                ("ms", &format!("{:.1}", elapsed.as_secs_f64() * 1e3)),
+            ],
+        );
+        job.add_gpu(elapsed);
+        r?
+    };
+    // The partition's memory is not needed for assembly: give it back before the CPU work.
+    drop(_memory);
+    // Assembly and verification need no device: done after the lock is released.
+    let (msm, _) = proven;
+    let t = Instant::now();
+    let verify = shared.config.verify_proofs;
+    let inputs = if verify {
+        Some(
+            job.task
+                .public_inputs(index, &synthesized_inputs)
+                .map_err(Failure::Job)?,
+        )
+    } else {
+        None
+    };
+    let bytes = guarded("finalize", || {
+        finalize_partition(&srs, &msm, inputs.as_deref())
+    })
+    .map_err(Failure::Job)?;
+    tl.emit(
+        "FINALIZE_END",
+        &job.id,
+        &[
+            ("partition", &index),
+            ("verified", &verify),
+            ("ms", &format!("{:.1}", t.elapsed().as_secs_f64() * 1e3)),
+        ],
+    );
+    if let Some(proof) = job.store_partition(index, bytes) {
+        shared.complete(&job, &proof);
     }
+    Ok(())
 }
 
 /// The job's final state from its finished proof: stock whole-job verification, if on.
