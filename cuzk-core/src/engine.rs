@@ -26,11 +26,14 @@ use crate::timeline::Timeline;
 #[derive(Default)]
 pub struct TestHooks {
     /// Called at the start of every synthesis with the job id; may panic.
-    pub synthesis_panic: Option<Box<dyn Fn(&str) + Send + Sync>>,
+    pub synthesis_panic: Option<SynthesisHook>,
     /// Called before each device step with (request id, device label); true makes that
     /// step fail as a device fault would.
-    pub device_error: Option<Box<dyn Fn(&str, &str) -> bool + Send + Sync>>,
+    pub device_error: Option<DeviceFaultHook>,
 }
+
+pub type SynthesisHook = Box<dyn Fn(&str) + Send + Sync>;
+pub type DeviceFaultHook = Box<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
 /// State shared by the engine handle and its workers.
 pub struct Shared {

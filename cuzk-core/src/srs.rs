@@ -61,8 +61,11 @@ pub struct SrsStatus {
 /// requests for the same set wait for one load.
 pub struct SrsCache {
     dir: PathBuf,
-    slots: Mutex<HashMap<String, Arc<Mutex<Option<Arc<SrsEntry>>>>>>,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
 }
+
+/// One set's place in the cache: empty until loaded; its own lock is held while loading.
+type Slot = Mutex<Option<Arc<SrsEntry>>>;
 
 impl SrsCache {
     pub fn new(dir: impl Into<PathBuf>) -> Self {

@@ -282,7 +282,7 @@ impl<Tree: 'static + MerkleTreeTrait> ProofTask for PorepTask<Tree> {
         synthesize_guarded(self.kind(), index, || {
             <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
                 &self.pub_inputs,
-                Default::default(),
+                (),
                 proofs,
                 &self.pub_params,
                 Some(index),

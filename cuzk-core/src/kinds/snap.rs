@@ -139,7 +139,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofTask for SnapTa
                 EmptySectorUpdateCircuit<Tree>,
             >>::circuit(
                 &self.pub_inputs,
-                Default::default(),
+                (),
                 proof,
                 &self.pub_params,
                 Some(index),

@@ -183,7 +183,7 @@ fn seal_sector(
         prover,
         id,
         ticket,
-        &[piece.clone()],
+        std::slice::from_ref(&piece),
     )
     .map_err(fil("seal_pre_commit_phase1"))?;
     let p2 =
