@@ -3,6 +3,7 @@
 #include "ntt/permute.cuh"
 #include "ntt/pointwise.cuh"
 #include "ntt/radix_pass.cuh"
+#include "ntt/radix_regs.cuh"
 
 using namespace cuzk;
 
@@ -50,6 +51,51 @@ ntt_pass_dit_1(fr_t* data, uint32_t L, uint32_t lo, uint32_t m, uint32_t c, cons
     radix_pass<true>(data, L, lo, m, c, roots, table(tw_lo, tw_hi, tw_bits),
                      table(sc_lo, sc_hi, sc_bits));
 }
+
+// Register-radix passes (ntt/radix_regs.cuh): 2^NTT_REG_LOG_RADIX points per thread, up to
+// 2^10 points per block. The bound of 4 blocks per SM (128 registers) is what the harness
+// (kernels/bench/ntt_harness.cu) measured fastest; see NOTES.md.
+#ifndef NTT_REG_LOG_RADIX
+#define NTT_REG_LOG_RADIX 3
+#endif
+#ifndef NTT_REG_MIN_BLOCKS
+#define NTT_REG_MIN_BLOCKS 4
+#endif
+constexpr uint32_t NTT_REG_THREADS = 1u << (NTT_REG_LOG_TILE - NTT_REG_LOG_RADIX);
+
+namespace {
+__device__ __forceinline__ reg_pass_args reg_args(
+    const fr_t* in, fr_t* out, uint32_t L, uint32_t lo, uint32_t m, uint32_t c,
+    const fr_t* roots, const fr_t* tw_lo, const fr_t* tw_hi, uint32_t tw_bits,
+    const fr_t* tw_direct, const fr_t* sc_lo, const fr_t* sc_hi, uint32_t sc_bits,
+    const fr_t* osc_lo, const fr_t* osc_hi, uint32_t osc_bits, uint32_t bitrev_out)
+{
+    return reg_pass_args{in,    out,       L,
+                         lo,    m,         c,
+                         roots, table(tw_lo, tw_hi, tw_bits), tw_direct,
+                         table(sc_lo, sc_hi, sc_bits), table(osc_lo, osc_hi, osc_bits),
+                         bitrev_out};
+}
+}  // namespace
+
+// block0: the first block's index, so that a pass can run over a range of column chunks
+// (the pinned path starts the first pass on the columns already uploaded).
+#define NTT_REG_KERNEL(name, dit)                                                              \
+    extern "C" __global__ void __launch_bounds__(NTT_REG_THREADS, NTT_REG_MIN_BLOCKS) name(    \
+        const fr_t* in, fr_t* out, uint32_t L, uint32_t lo, uint32_t m, uint32_t c,            \
+        const fr_t* roots, const fr_t* tw_lo, const fr_t* tw_hi, uint32_t tw_bits,             \
+        const fr_t* tw_direct, const fr_t* sc_lo, const fr_t* sc_hi, uint32_t sc_bits,         \
+        const fr_t* osc_lo, const fr_t* osc_hi, uint32_t osc_bits, uint32_t bitrev_out,        \
+        uint32_t block0)                                                                       \
+    {                                                                                          \
+        reg_pass<NTT_REG_LOG_RADIX>::run<dit>(                                                 \
+            reg_args(in, out, L, lo, m, c, roots, tw_lo, tw_hi, tw_bits, tw_direct, sc_lo,     \
+                     sc_hi, sc_bits, osc_lo, osc_hi, osc_bits, bitrev_out),                    \
+            block0 + blockIdx.x);                                                              \
+    }
+NTT_REG_KERNEL(ntt_regs_dif, false)
+NTT_REG_KERNEL(ntt_regs_dit, true)
+#undef NTT_REG_KERNEL
 
 extern "C" __global__ void ntt_bit_reverse(fr_t* out, const fr_t* in, uint32_t L,
                                            const fr_t* sc_lo, const fr_t* sc_hi,
