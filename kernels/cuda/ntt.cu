@@ -14,6 +14,8 @@ __device__ __forceinline__ pow_table table(const fr_t* lo, const fr_t* hi, uint3
 }
 }  // namespace
 
+// Radix-2 passes through shared memory (ntt/radix_pass.cuh): domains below 2^3, where the
+// register passes' 8-point windows do not fit, and the reference in the harness.
 extern "C" __global__ void __launch_bounds__(NTT_THREADS, 2)
 ntt_pass_dif(fr_t* data, uint32_t L, uint32_t lo, uint32_t m, uint32_t c, const fr_t* roots,
              const fr_t* tw_lo, const fr_t* tw_hi, uint32_t tw_bits, const fr_t* sc_lo,
@@ -27,26 +29,6 @@ extern "C" __global__ void __launch_bounds__(NTT_THREADS, 2)
 ntt_pass_dit(fr_t* data, uint32_t L, uint32_t lo, uint32_t m, uint32_t c, const fr_t* roots,
              const fr_t* tw_lo, const fr_t* tw_hi, uint32_t tw_bits, const fr_t* sc_lo,
              const fr_t* sc_hi, uint32_t sc_bits)
-{
-    radix_pass<true>(data, L, lo, m, c, roots, table(tw_lo, tw_hi, tw_bits),
-                     table(sc_lo, sc_hi, sc_bits));
-}
-
-// Variants with no minimum-blocks bound (70 registers, no spills, one block per SM) to
-// measure occupancy against register pressure; ntt.rs picks them when CUZK_NTT_VARIANT=1.
-extern "C" __global__ void __launch_bounds__(NTT_THREADS)
-ntt_pass_dif_1(fr_t* data, uint32_t L, uint32_t lo, uint32_t m, uint32_t c, const fr_t* roots,
-               const fr_t* tw_lo, const fr_t* tw_hi, uint32_t tw_bits, const fr_t* sc_lo,
-               const fr_t* sc_hi, uint32_t sc_bits)
-{
-    radix_pass<false>(data, L, lo, m, c, roots, table(tw_lo, tw_hi, tw_bits),
-                      table(sc_lo, sc_hi, sc_bits));
-}
-
-extern "C" __global__ void __launch_bounds__(NTT_THREADS)
-ntt_pass_dit_1(fr_t* data, uint32_t L, uint32_t lo, uint32_t m, uint32_t c, const fr_t* roots,
-               const fr_t* tw_lo, const fr_t* tw_hi, uint32_t tw_bits, const fr_t* sc_lo,
-               const fr_t* sc_hi, uint32_t sc_bits)
 {
     radix_pass<true>(data, L, lo, m, c, roots, table(tw_lo, tw_hi, tw_bits),
                      table(sc_lo, sc_hi, sc_bits));
