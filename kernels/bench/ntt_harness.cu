@@ -124,6 +124,18 @@ static std::vector<Pass> plan_new(uint32_t L)
 {
     const uint32_t R = NTT_REG_LOG_RADIX;
     std::vector<Pass> p;
+    // NTT_PLAN_<L>=m0,m1,..: override the pass sizes (top first) for a size.
+    std::string key = "NTT_PLAN_" + std::to_string(L);
+    if (const char* e = getenv(key.c_str())) {
+        uint32_t lo = L;
+        for (const char* q = e; *q;) {
+            uint32_t m = strtoul(q, (char**)&q, 10);
+            lo -= m;
+            p.push_back({lo, m, std::min(10 - m, lo)});
+            if (*q == ',') q++;
+        }
+        return p;
+    }
     uint32_t P = L <= 10 ? 1 : 1 + (L - 10 + 8) / 9;
     uint32_t last = std::min(10u, L - R * (P - 1)), rest = L - last;
     uint32_t k = P - 1, lo = L;
@@ -323,7 +335,8 @@ int main(int argc, char** argv)
     std::string tl = argc > 2 ? argv[2] : "20,22,24,26";
     int reps = argc > 3 ? atoi(argv[3]) : 10;
     int pinned = argc > 4 ? atoi(argv[4]) : 1;
-    printf("R=%d minblocks=%d\n", NTT_REG_LOG_RADIX, NTT_REG_MIN_BLOCKS);
+    printf("R=%d minblocks=%d twiddle_inline=%d streaming=%d\n", NTT_REG_LOG_RADIX,
+           NTT_REG_MIN_BLOCKS, NTT_REG_TWIDDLE_INLINE, NTT_REG_STREAMING);
 
     int fails = 0;
     for (uint32_t L = NTT_REG_LOG_RADIX; L <= check_max; L++) {

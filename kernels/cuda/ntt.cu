@@ -14,8 +14,8 @@ __device__ __forceinline__ pow_table table(const fr_t* lo, const fr_t* hi, uint3
 }
 }  // namespace
 
-// Radix-2 passes through shared memory (ntt/radix_pass.cuh): domains below 2^3, where the
-// register passes' 8-point windows do not fit, and the reference in the harness.
+// Radix-2 passes through shared memory (ntt/radix_pass.cuh): domains below 2^NTT_REG_LOG_RADIX,
+// where the register passes' windows do not fit, and the reference in the harness.
 extern "C" __global__ void __launch_bounds__(NTT_THREADS, 2)
 ntt_pass_dif(fr_t* data, uint32_t L, uint32_t lo, uint32_t m, uint32_t c, const fr_t* roots,
              const fr_t* tw_lo, const fr_t* tw_hi, uint32_t tw_bits, const fr_t* sc_lo,
@@ -35,13 +35,15 @@ ntt_pass_dit(fr_t* data, uint32_t L, uint32_t lo, uint32_t m, uint32_t c, const 
 }
 
 // Register-radix passes (ntt/radix_regs.cuh): 2^NTT_REG_LOG_RADIX points per thread, up to
-// 2^10 points per block. The bound of 4 blocks per SM (128 registers) is what the harness
-// (kernels/bench/ntt_harness.cu) measured fastest; see NOTES.md.
+// 2^10 points per block. 4 points per thread at 3 blocks of 256 threads per SM (85 registers,
+// 24 warps) measured fastest in the harness (kernels/bench/ntt_harness.cu): 4.74 ms at 2^24
+// against 4.99 for 8 points per thread at 4 blocks of 128 (128 registers, 16 warps); see
+// NOTES.md. The macros let the harness build the other variants.
 #ifndef NTT_REG_LOG_RADIX
-#define NTT_REG_LOG_RADIX 3
+#define NTT_REG_LOG_RADIX 2
 #endif
 #ifndef NTT_REG_MIN_BLOCKS
-#define NTT_REG_MIN_BLOCKS 4
+#define NTT_REG_MIN_BLOCKS 3
 #endif
 constexpr uint32_t NTT_REG_THREADS = 1u << (NTT_REG_LOG_TILE - NTT_REG_LOG_RADIX);
 

@@ -8,12 +8,12 @@
 //! coset is the constant g^n - 1. Field results are canonical, so "the same function" means
 //! "the same bits".
 //!
-//! Plan: a transform of 2^L is a few radix-2^m passes (see cuda/ntt/radix_regs.cuh: 2^3
+//! Plan: a transform of 2^L is a few radix-2^m passes (see cuda/ntt/radix_regs.cuh: 2^2
 //! points per thread in registers, up to 2^10 per block through shared memory), DIF
 //! (natural in, bit-reversed out) or DIT (the reverse). The plain transforms fold the bit
 //! reversal (and the 1/n or g^-i of the inverses) into the last DIF pass, which writes out
 //! of place; the H polynomial pairs DIF and DIT so that only its very last step permutes.
-//! Domains below 2^3 use the radix-2 shared-memory passes (cuda/ntt/radix_pass.cuh) and a
+//! Domains of 2^1 use the radix-2 shared-memory passes (cuda/ntt/radix_pass.cuh) and a
 //! separate permutation.
 //!
 //! Per device we keep: the loaded kernels, the radix root tables, one set of twiddle and
@@ -138,7 +138,7 @@ const MAX_LOG_RADIX: u32 = 10; // NTT_MAX_LOG_RADIX
 const MAX_STRIDED_RADIX: u32 = 9;
 
 /// Points per thread of the register passes: 2^REG_LOG_RADIX (NTT_REG_LOG_RADIX in ntt.cu).
-const REG_LOG_RADIX: u32 = 3;
+const REG_LOG_RADIX: u32 = 2;
 /// Largest N = 2^log for which the direct four-step table is built (8 MiB per direction).
 const MAX_DIRECT_LOG: u32 = 18;
 

@@ -13,8 +13,8 @@
 // them when R does not divide m); DIT walks the same windows bottom up. The bottom window
 // [0, R) always comes last in DIF and first in DIT, and there a stage's twiddle index is a
 // compile-time function of the register index, so the butterflies whose twiddle is 1 skip
-// the multiplication (7 of 12 at R = 3): 0.875 products per element per pass saved, against
-// 0.5 for radix-2 in shared memory.
+// the multiplication (3 of 4 at R = 2, 7 of 12 at R = 3): 0.75 (0.875) products per element
+// per pass saved, against 0.5 for radix-2 in shared memory.
 //
 // The bottom window is also where the four-step twiddle lives (DIF: after the last stage,
 // DIT: before the first), the scale of a first pass (coset shift, 1/n), and, for the last
@@ -31,10 +31,41 @@ namespace cuzk {
 constexpr uint32_t NTT_REG_LOG_TILE = 10;  // elements per block: 2^(m + c) <= 1024
 // Element e of the tile lives at e + e / 8 (in 16-byte units, per plane): with R = 3 every
 // quarter warp's 16-byte accesses hit 8 distinct bank groups, whatever the window and column
-// count (checked exhaustively for all m, c, windows; R = 2 has some 2-way conflicts).
+// count (checked exhaustively for all m, c, windows); R = 2 has 2-way conflicts in a few
+// (c = 1 or 2 with the bottom window), no simple padding or xor swizzle removes all of them.
 constexpr uint32_t NTT_REG_PLANE = (1u << NTT_REG_LOG_TILE) + (1u << NTT_REG_LOG_TILE) / 8;
 
 __device__ __forceinline__ uint32_t reg_tile_slot(uint32_t e) { return e + (e >> 3); }
+
+#ifndef NTT_REG_TWIDDLE_INLINE
+#define NTT_REG_TWIDDLE_INLINE 0
+#endif
+#ifndef NTT_REG_STREAMING
+#define NTT_REG_STREAMING 0
+#endif
+
+// The vector is read and written once per pass: with streaming hints its lines are evicted
+// first, leaving L1/L2 to the twiddle tables.
+__device__ __forceinline__ fr_t load_data(const fr_t* p)
+{
+#if NTT_REG_STREAMING
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+    return fr_t::from_halves(__ldcs(q), __ldcs(q + 1));
+#else
+    return fr_t::load(p);
+#endif
+}
+
+__device__ __forceinline__ void store_data(fr_t* p, const fr_t& x)
+{
+#if NTT_REG_STREAMING
+    uint4* q = reinterpret_cast<uint4*>(p);
+    __stcs(q, x.half(0));
+    __stcs(q + 1, x.half(1));
+#else
+    x.store(p);
+#endif
+}
 
 // The parameters of one pass, passed by value to the kernel.
 struct reg_pass_args {
@@ -69,6 +100,23 @@ struct reg_pass {
             if (j < jmin) continue;
             const uint32_t b = w0 + j;
             const int h = 1 << j;
+#if NTT_REG_TWIDDLE_INLINE
+            // Each butterfly loads its twiddle just before use (L1 hits): fewer live registers.
+#pragma unroll
+            for (int i = 0; i < P; i++) {
+                if (i & h) continue;
+                const int k = i & (h - 1);
+                if (BOTTOM && k == 0) {
+                    butterfly_plain(x[i], x[i + h]);
+                    continue;
+                }
+                const fr_t w = pow_table::ldg(roots + ((fbase | ((uint32_t)k << w0)) << (9 - b)));
+                if (DIT)
+                    butterfly_dit(x[i], x[i + h], w);
+                else
+                    butterfly_dif(x[i], x[i + h], w);
+            }
+#else
             fr_t w[P / 2];
 #pragma unroll
             for (int k = 0; k < h; k++)
@@ -85,6 +133,7 @@ struct reg_pass {
                 else
                     butterfly_dif(x[i], x[i + h], w[k]);
             }
+#endif
         }
     }
 
@@ -148,7 +197,7 @@ struct reg_pass {
                 for (int i = 0; i < P; i++) {
                     const uint32_t row = row_of(w0, i);
                     const uint64_t g = global_index(row);
-                    x[i] = fr_t::load(a.in + g);
+                    x[i] = load_data(a.in + g);
                     if (a.scale.present()) {
                         const uint32_t nat = DIT ? bit_rev((uint32_t)g, a.L) : (uint32_t)g;
                         x[i] *= a.scale(nat);
@@ -174,9 +223,9 @@ struct reg_pass {
                     if (!DIT && a.bitrev_out) {
                         const uint32_t dst = bit_rev((uint32_t)g, a.L);
                         if (a.out_scale.present()) x[i] *= a.out_scale(dst);
-                        x[i].store(a.out + dst);
+                        store_data(a.out + dst, x[i]);
                     } else {
-                        x[i].store(a.out + g);
+                        store_data(a.out + g, x[i]);
                     }
                 }
             } else {
