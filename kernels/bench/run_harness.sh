@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the device machine: compile harness variants in parallel, then check and time them.
-#   VARIANTS="name:R:B:INLINE:STREAM ..." (log points per thread, min blocks per SM, twiddles
-#   loaded at the butterfly, streaming data hints). The first variant is checked to
+#   VARIANTS="name:R:B:INLINE:STREAM[:P0] ..." (log points per thread, min blocks per SM,
+#   twiddles loaded at the butterfly, streaming data hints, Fr's p = 1 mod 2^32 reduction). The first variant is checked to
 #   2^CHECK_MAX and timed at TIME_LOGS with the pinned path; the others are checked to 2^20
 #   and timed at TIME_LOGS_OTHERS. PLANS="24:8,6,10 ..." times the first variant with other
 #   pass splits.
@@ -13,15 +13,15 @@ NVCC="${NVCC:-/usr/local/cuda/bin/nvcc}"
 VARIANTS="${VARIANTS:-a:3:4:0:0}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader
 for v in $VARIANTS; do
-    IFS=: read -r name r b inl st <<<"$v"
+    IFS=: read -r name r b inl st p0 <<<"$v"
     $NVCC -O3 -std=c++17 -arch=sm_90 -Xptxas -v -DNTT_REG_LOG_RADIX=$r -DNTT_REG_MIN_BLOCKS=$b \
-        -DNTT_REG_TWIDDLE_INLINE=$inl -DNTT_REG_STREAMING=$st \
+        -DNTT_REG_TWIDDLE_INLINE=$inl -DNTT_REG_STREAMING=$st -DFR_P0_IS_ONE=${p0:-1} \
         ntt_harness.cu -o "$OUT/h_$name" >"$OUT/nvcc_$name.log" 2>&1 &
 done
 wait
 first=
 for v in $VARIANTS; do
-    IFS=: read -r name r b inl st <<<"$v"
+    IFS=: read -r name r b inl st p0 <<<"$v"
     echo "== $v: $(grep -A1 "regs_dif'" "$OUT/nvcc_$name.log" | tail -1)"
     if [[ -z $first ]]; then
         first=$name
