@@ -30,9 +30,6 @@ run() {
 # Fast checks first, then timings, then the long bit-identity sweep (CPU reference bound).
 run field timeout "${FIELD_TIMEOUT:-120}" "$BIN/field" --nocapture --test-threads=1
 run gpu_ntt timeout "${BENCH_TIMEOUT:-200}" "$BIN/gpu_ntt" "$BENCH_SIZES" --reps "${BENCH_REPS:-10}"
-if [[ -n "${VARIANT_SIZES:-}" ]]; then
-    CUZK_NTT_VARIANT=1 CUZK_BENCH_NO_CPU=1 run gpu_ntt_v1 timeout 120 "$BIN/gpu_ntt" "$VARIANT_SIZES" --reps 5
-fi
 if [[ -x "$BIN/cuda_master" ]]; then
     run cuda_master timeout 300 "$BIN/cuda_master" --nocapture --test-threads=1
 fi

@@ -104,9 +104,22 @@ fn ntt_family_matches_cpu() {
             if let Some(i) = first_difference(&got, &want) {
                 panic!("{t:?} of 2^{log_n} differs from the CPU at index {i}");
             }
+            // The pinned path (upload overlapped with a sliced first pass).
+            let mut src = ntt::PinnedScalars::alloc(dev, x.len()).unwrap();
+            src.as_mut_slice().copy_from_slice(as_limbs(&x));
+            let mut dst = ntt::PinnedScalars::alloc(dev, x.len()).unwrap();
+            ntt::transform_pinned(dev, &src, &mut dst, t).unwrap();
+            let got: Vec<Scalar> = dst
+                .as_slice()
+                .iter()
+                .map(|l| unsafe { std::mem::transmute(*l) })
+                .collect();
+            if let Some(i) = first_difference(&got, &want) {
+                panic!("pinned {t:?} of 2^{log_n} differs from the CPU at index {i}");
+            }
         }
         println!(
-            "2^{log_n}: ntt, intt, coset_ntt, coset_intt identical ({:.1?})",
+            "2^{log_n}: ntt, intt, coset_ntt, coset_intt identical, device and pinned paths ({:.1?})",
             t0.elapsed()
         );
     }

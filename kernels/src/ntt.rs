@@ -8,10 +8,13 @@
 //! coset is the constant g^n - 1. Field results are canonical, so "the same function" means
 //! "the same bits".
 //!
-//! Plan: a transform of 2^L is a few radix-2^m passes through shared memory (see
-//! cuda/ntt/radix_pass.cuh), DIF (natural in, bit-reversed out) or DIT (the reverse). The
-//! plain transforms add one bit-reversal pass that also applies 1/n or g^-i; the H
-//! polynomial pairs DIF and DIT so that only its very last step permutes.
+//! Plan: a transform of 2^L is a few radix-2^m passes (see cuda/ntt/radix_regs.cuh: 2^2
+//! points per thread in registers, up to 2^10 per block through shared memory), DIF
+//! (natural in, bit-reversed out) or DIT (the reverse). The plain transforms fold the bit
+//! reversal (and the 1/n or g^-i of the inverses) into the last DIF pass, which writes out
+//! of place; the H polynomial pairs DIF and DIT so that only its very last step permutes.
+//! Domains of 2^1 use the radix-2 shared-memory passes (cuda/ntt/radix_pass.cuh) and a
+//! separate permutation.
 //!
 //! Per device we keep: the loaded kernels, the radix root tables, one set of twiddle and
 //! coset tables per domain size (built once, on the host, a few hundred KiB each), and two
@@ -22,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use blstrs::Scalar;
-use cudarc::driver::{result, CudaEvent, CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{result, sys, CudaEvent, CudaFunction, LaunchConfig, PushKernelArg};
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
@@ -41,6 +44,9 @@ pub const MAX_LOG_N: u32 = 28;
 /// Elements per pinned staging chunk (32 MiB): large enough that DMA runs at full speed,
 /// small enough that the host copy of the next chunk overlaps it.
 const STAGING_CHUNK: usize = 1 << 20;
+
+/// Column slices of the pinned path's overlapped upload (2-D copies of 2^m rows each).
+const PINNED_SLICES: usize = 16;
 
 const _: () = assert!(std::mem::size_of::<Scalar>() == ELEM_BYTES);
 
@@ -79,6 +85,15 @@ struct Domain {
     over_n: PowTable,
     /// (g^n - 1)^-1
     z_inv: DeviceScalars,
+    /// w_N^e and w_N^-e for every e < N, for the one four-step boundary whose N is small
+    /// enough (the second of three passes): one load instead of a product of two.
+    direct: Option<DirectTwiddles>,
+}
+
+struct DirectTwiddles {
+    log: u32,
+    fwd: DeviceScalars,
+    inv: DeviceScalars,
 }
 
 /// The root of unity of order 2^log_n that bellperson uses for this domain.
@@ -93,6 +108,8 @@ fn omega(log_n: u32) -> Scalar {
 struct Kernels {
     pass_dif: CudaFunction,
     pass_dit: CudaFunction,
+    regs_dif: CudaFunction,
+    regs_dit: CudaFunction,
     bit_reverse: CudaFunction,
     h_pointwise: CudaFunction,
     elementwise: CudaFunction,
@@ -120,8 +137,47 @@ const MAX_LOG_RADIX: u32 = 10; // NTT_MAX_LOG_RADIX
 /// two adjacent elements (64 bytes).
 const MAX_STRIDED_RADIX: u32 = 9;
 
-/// The passes of a DIF transform of 2^log_n, top bits first: (lo, m, c) = bits [lo, lo+m)
-/// with 2^c adjacent columns per block. The DIT transform runs the same list backwards.
+/// Points per thread of the register passes: 2^REG_LOG_RADIX (NTT_REG_LOG_RADIX in ntt.cu).
+const REG_LOG_RADIX: u32 = 2;
+/// Largest N = 2^log for which the direct four-step table is built (8 MiB per direction).
+const MAX_DIRECT_LOG: u32 = 18;
+
+/// The register passes of a DIF transform of 2^log_n (log_n >= REG_LOG_RADIX), top bits
+/// first, as (lo, m, c): the last covers min(log_n, 10) bits, the others at most 9 and at
+/// least REG_LOG_RADIX each, balanced (2^24: 7 + 7 + 10, 2^26: 8 + 8 + 10).
+fn plan_regs(log_n: u32) -> Vec<(u32, u32, u32)> {
+    debug_assert!(log_n >= REG_LOG_RADIX);
+    let passes = if log_n <= MAX_LOG_RADIX {
+        1
+    } else {
+        1 + (log_n - MAX_LOG_RADIX).div_ceil(MAX_STRIDED_RADIX)
+    };
+    let last = MAX_LOG_RADIX.min(log_n - REG_LOG_RADIX * (passes - 1));
+    let rest = log_n - last;
+    let k = passes - 1;
+    let mut out = Vec::new();
+    let mut lo = log_n;
+    for i in 0..k {
+        let m = rest / k + u32::from(i < rest % k);
+        lo -= m;
+        out.push((lo, m, (LOG_BLOCK - m).min(lo)));
+    }
+    out.push((0, last, 0));
+    out
+}
+
+/// The N of the boundary that gets a direct twiddle table, if any: after the second of
+/// three or more passes, N = 2^(log_n - m_first).
+fn direct_log(log_n: u32) -> Option<u32> {
+    if log_n < REG_LOG_RADIX {
+        return None;
+    }
+    let p = plan_regs(log_n);
+    let log = log_n - p[0].1;
+    (p.len() >= 3 && log <= MAX_DIRECT_LOG).then_some(log)
+}
+
+/// The radix-2 passes (domains below 2^REG_LOG_RADIX), as plan_regs.
 fn plan(log_n: u32) -> Vec<(u32, u32, u32)> {
     if log_n == 0 {
         return Vec::new();
@@ -159,6 +215,7 @@ impl NttState {
             return Ok(k.clone());
         }
         let module = dev.module("ntt")?;
+        keep_pool_memory(dev)?;
         let w = omega(MAX_LOG_RADIX);
         let w_inv = w.invert().unwrap();
         let powers = |base: Scalar| -> Vec<Limbs> {
@@ -173,15 +230,11 @@ impl NttState {
         };
         let roots = powers(w);
         let roots_inv = powers(w_inv);
-        // CUZK_NTT_VARIANT=1: the pass kernels without the two-blocks-per-SM register cap
-        // (a measurement switch; see NOTES.md).
-        let suffix = match std::env::var("CUZK_NTT_VARIANT").as_deref() {
-            Ok("1") => "_1",
-            _ => "",
-        };
         let k = Arc::new(Kernels {
-            pass_dif: module.load_function(&format!("ntt_pass_dif{suffix}"))?,
-            pass_dit: module.load_function(&format!("ntt_pass_dit{suffix}"))?,
+            pass_dif: module.load_function("ntt_pass_dif")?,
+            pass_dit: module.load_function("ntt_pass_dit")?,
+            regs_dif: module.load_function("ntt_regs_dif")?,
+            regs_dit: module.load_function("ntt_regs_dit")?,
             bit_reverse: module.load_function("ntt_bit_reverse")?,
             h_pointwise: module.load_function("ntt_h_pointwise")?,
             elementwise: module.load_function("fr_elementwise")?,
@@ -220,6 +273,27 @@ impl NttState {
         let n = 1u64 << log_n;
         let n_inv = Scalar::from(n).invert().unwrap();
         let z_inv = (g.pow_vartime([n]) - Scalar::ONE).invert().unwrap();
+        let direct = match direct_log(log_n) {
+            Some(log) => {
+                let wn = omega(log);
+                let powers = |base: Scalar| -> Vec<Limbs> {
+                    let mut x = Scalar::ONE;
+                    (0..1usize << log)
+                        .map(|_| {
+                            let l = to_limbs(&x);
+                            x *= base;
+                            l
+                        })
+                        .collect()
+                };
+                Some(DirectTwiddles {
+                    log,
+                    fwd: self.upload_unlocked(dev, &powers(wn))?,
+                    inv: self.upload_unlocked(dev, &powers(wn.invert().unwrap()))?,
+                })
+            }
+            None => None,
+        };
         let mut table = |base: Scalar, factor: Scalar| -> Result<PowTable> {
             let bits = log_n.div_ceil(2);
             let (lo, hi) = pow_table_host(base, factor, log_n);
@@ -230,6 +304,7 @@ impl NttState {
             })
         };
         Ok(Domain {
+            direct,
             omega: table(w, Scalar::ONE)?,
             omega_inv: table(w_inv, Scalar::ONE)?,
             coset: table(g, Scalar::ONE)?,
@@ -315,6 +390,29 @@ impl NttState {
         }
         Ok(())
     }
+}
+
+/// Lets the device's default memory pool keep up to POOL_KEEP bytes that stream-ordered
+/// frees return, instead of handing them back to the driver at every synchronisation: a
+/// transform allocates its output (512 MiB at 2^24) each call, and re-mapping that memory
+/// cost about 0.5 ms per call at 2^24 (7.61 ms through this crate against 7.07 ms for the
+/// same kernels in the harness).
+fn keep_pool_memory(dev: &GpuDevice) -> Result<()> {
+    const POOL_KEEP: u64 = 4 << 30;
+    dev.ctx().bind_to_thread()?;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let mut keep = POOL_KEEP;
+    // SAFETY: plain driver queries/settings on this context's device; `keep` outlives the call.
+    unsafe {
+        sys::cuDeviceGetDefaultMemPool(&mut pool, dev.ctx().cu_device()).result()?;
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            &mut keep as *mut u64 as *mut std::ffi::c_void,
+        )
+        .result()?;
+    }
+    Ok(())
 }
 
 fn pow_table_host(base: Scalar, factor: Scalar, log_n: u32) -> (Vec<Limbs>, Vec<Limbs>) {
@@ -423,42 +521,172 @@ impl NttState {
         Ok(())
     }
 
-    /// Natural order in, bit-reversed out; `first_scale` multiplies the input by
-    /// scale(natural index) inside the first pass.
+    /// One register pass (ntt_regs_dif / ntt_regs_dit). `blocks`: a sub-range of the
+    /// pass's blocks (first, count), for the pinned path's sliced first pass.
+    #[allow(clippy::too_many_arguments)]
+    fn reg_pass(
+        &self,
+        dev: &GpuDevice,
+        k: &Kernels,
+        d: &Domain,
+        dit: bool,
+        (inp, out): (u64, u64),
+        log_n: u32,
+        (lo, m, c): (u32, u32, u32),
+        inverse: bool,
+        scale: Option<&PowTable>,
+        out_scale: Option<&PowTable>,
+        blocks: Option<(u32, u32)>,
+    ) -> Result<()> {
+        let f = if dit { &k.regs_dit } else { &k.regs_dif };
+        let roots = if inverse {
+            k.roots_inv.ptr
+        } else {
+            k.roots.ptr
+        };
+        let tw = if inverse { &d.omega_inv } else { &d.omega };
+        let direct = match &d.direct {
+            Some(t) if lo != 0 && lo + m == t.log => {
+                if inverse {
+                    t.inv.ptr
+                } else {
+                    t.fwd.ptr
+                }
+            }
+            _ => 0u64,
+        };
+        let split =
+            |t: Option<&PowTable>| t.map_or((0u64, 0u64, 0u32), |t| (t.lo.ptr, t.hi.ptr, t.bits));
+        let (sc_lo, sc_hi, sc_bits) = split(scale);
+        let (osc_lo, osc_hi, osc_bits) = split(out_scale);
+        let bitrev = u32::from(inp != out);
+        let all = 1u32 << (log_n - m - c);
+        let (block0, count) = blocks.unwrap_or((0, all));
+        let cfg = LaunchConfig {
+            grid_dim: (count, 1, 1),
+            block_dim: (1u32 << (m + c - REG_LOG_RADIX), 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = dev.stream().launch_builder(f);
+        b.arg(&inp)
+            .arg(&out)
+            .arg(&log_n)
+            .arg(&lo)
+            .arg(&m)
+            .arg(&c)
+            .arg(&roots)
+            .arg(&tw.lo.ptr)
+            .arg(&tw.hi.ptr)
+            .arg(&tw.bits)
+            .arg(&direct)
+            .arg(&sc_lo)
+            .arg(&sc_hi)
+            .arg(&sc_bits)
+            .arg(&osc_lo)
+            .arg(&osc_hi)
+            .arg(&osc_bits)
+            .arg(&bitrev)
+            .arg(&block0);
+        // SAFETY: the argument list matches NTT_REG_KERNEL in ntt.cu; `inp`/`out` hold
+        // 2^log_n elements (distinct only for a bit-reversing last pass, lo == 0), the tables
+        // cover exponents below 2^log_n, the direct table N = 2^(lo + m) entries.
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// DIF transform of `data` (natural order in). `first_scale` multiplies the input by
+    /// scale(natural index) inside the first pass. With `permute_to` the result lands there
+    /// in natural order, times `last_scale`(index) (`data` is left scrambled); otherwise it
+    /// stays in `data`, bit-reversed, and `last_scale` must be None.
     #[allow(clippy::too_many_arguments)]
     fn dif(
         &self,
         dev: &GpuDevice,
         k: &Kernels,
+        d: &Domain,
         data: u64,
         log_n: u32,
         inverse: bool,
-        tw: &PowTable,
         first_scale: Option<&PowTable>,
+        permute_to: Option<u64>,
+        last_scale: Option<&PowTable>,
     ) -> Result<()> {
-        for (i, p) in plan(log_n).into_iter().enumerate() {
+        if log_n < REG_LOG_RADIX {
+            let tw = if inverse { &d.omega_inv } else { &d.omega };
+            for (i, p) in plan(log_n).into_iter().enumerate() {
+                let scale = if i == 0 { first_scale } else { None };
+                self.pass(dev, k, false, data, log_n, p, inverse, tw, scale)?;
+            }
+            if let Some(out) = permute_to {
+                self.bit_reverse(dev, k, out, data, log_n, last_scale)?;
+            }
+            return Ok(());
+        }
+        debug_assert!(permute_to.is_some() || last_scale.is_none());
+        let passes = plan_regs(log_n);
+        let count = passes.len();
+        for (i, p) in passes.into_iter().enumerate() {
+            let last = i + 1 == count;
+            let out = if last {
+                permute_to.unwrap_or(data)
+            } else {
+                data
+            };
             let scale = if i == 0 { first_scale } else { None };
-            self.pass(dev, k, false, data, log_n, p, inverse, tw, scale)?;
+            let oscale = if last { last_scale } else { None };
+            self.reg_pass(
+                dev,
+                k,
+                d,
+                false,
+                (data, out),
+                log_n,
+                p,
+                inverse,
+                scale,
+                oscale,
+                None,
+            )?;
         }
         Ok(())
     }
 
-    /// Bit-reversed order in, natural out; `first_scale` multiplies input position p by
-    /// scale(rev(p)), i.e. by its natural index.
+    /// DIT transform in place: bit-reversed order in, natural out; `first_scale` multiplies
+    /// input position p by scale(rev(p)), i.e. by its natural index.
     #[allow(clippy::too_many_arguments)]
     fn dit(
         &self,
         dev: &GpuDevice,
         k: &Kernels,
+        d: &Domain,
         data: u64,
         log_n: u32,
         inverse: bool,
-        tw: &PowTable,
         first_scale: Option<&PowTable>,
     ) -> Result<()> {
-        for (i, p) in plan(log_n).into_iter().rev().enumerate() {
+        if log_n < REG_LOG_RADIX {
+            let tw = if inverse { &d.omega_inv } else { &d.omega };
+            for (i, p) in plan(log_n).into_iter().rev().enumerate() {
+                let scale = if i == 0 { first_scale } else { None };
+                self.pass(dev, k, true, data, log_n, p, inverse, tw, scale)?;
+            }
+            return Ok(());
+        }
+        for (i, p) in plan_regs(log_n).into_iter().rev().enumerate() {
             let scale = if i == 0 { first_scale } else { None };
-            self.pass(dev, k, true, data, log_n, p, inverse, tw, scale)?;
+            self.reg_pass(
+                dev,
+                k,
+                d,
+                true,
+                (data, data),
+                log_n,
+                p,
+                inverse,
+                scale,
+                None,
+                None,
+            )?;
         }
         Ok(())
     }
@@ -486,33 +714,161 @@ impl NttState {
         Ok(())
     }
 
-    fn transform(&mut self, dev: &GpuDevice, data: &mut DeviceScalars, t: Transform) -> Result<()> {
-        let n = data.len;
+    fn check_pow2(n: usize) -> Result<u32> {
         if !n.is_power_of_two() {
             return Err(GpuError::Invalid(format!(
                 "NTT of {n} elements: not a power of two"
             )));
         }
-        let log_n = n.trailing_zeros();
+        Ok(n.trailing_zeros())
+    }
+
+    fn transform(&mut self, dev: &GpuDevice, data: &mut DeviceScalars, t: Transform) -> Result<()> {
+        let log_n = Self::check_pow2(data.len)?;
         if log_n == 0 {
             // One point: every transform is the identity (g^0 = 1, 1/1 = 1).
             return Ok(());
         }
         let k = self.kernels(dev)?;
         let d = self.domain(dev, log_n)?;
+        let mut out = DeviceScalars::alloc(dev, data.len)?;
+        self.transform_into(dev, &k, &d, data.ptr, out.ptr, log_n, t, false)?;
+        std::mem::swap(data, &mut out);
+        Ok(())
+    }
+
+    /// `inp` (scrambled afterwards) -> `out`, natural order. `first_done`: the first DIF
+    /// pass has already run (the pinned path runs it in slices as the upload lands).
+    #[allow(clippy::too_many_arguments)]
+    fn transform_into(
+        &self,
+        dev: &GpuDevice,
+        k: &Kernels,
+        d: &Domain,
+        inp: u64,
+        out: u64,
+        log_n: u32,
+        t: Transform,
+        first_done: bool,
+    ) -> Result<()> {
         let inverse = matches!(t, Transform::Intt | Transform::CosetIntt);
-        let tw = if inverse { &d.omega_inv } else { &d.omega };
         let first = (t == Transform::CosetNtt).then_some(&d.coset);
-        self.dif(dev, &k, data.ptr, log_n, inverse, tw, first)?;
         let last = match t {
             Transform::Intt => Some(&d.over_n),
             Transform::CosetIntt => Some(&d.icoset_over_n),
             _ => None,
         };
-        let mut out = DeviceScalars::alloc(dev, n)?;
-        self.bit_reverse(dev, &k, out.ptr, data.ptr, log_n, last)?;
-        std::mem::swap(data, &mut out);
+        if !first_done {
+            return self.dif(dev, k, d, inp, log_n, inverse, first, Some(out), last);
+        }
+        let passes = plan_regs(log_n);
+        let count = passes.len();
+        for (i, p) in passes.into_iter().enumerate().skip(1) {
+            let is_last = i + 1 == count;
+            let o = if is_last { out } else { inp };
+            let oscale = if is_last { last } else { None };
+            self.reg_pass(
+                dev,
+                k,
+                d,
+                false,
+                (inp, o),
+                log_n,
+                p,
+                inverse,
+                None,
+                oscale,
+                None,
+            )?;
+        }
         Ok(())
+    }
+
+    /// Pinned host vector -> transform -> pinned host vector. The first DIF pass covers the
+    /// top bits, so its blocks are column slices over all rows: the upload goes as 2-D
+    /// copies of column slices on the copy stream and the first pass starts on each slice as
+    /// it lands, hiding that pass under the transfer. Synchronous.
+    fn transform_pinned(
+        &mut self,
+        dev: &GpuDevice,
+        src: &PinnedScalars,
+        dst: &mut PinnedScalars,
+        t: Transform,
+    ) -> Result<()> {
+        let n = src.len();
+        if dst.len() != n {
+            return Err(GpuError::Invalid(format!(
+                "pinned NTT: {} elements in, {} out",
+                n,
+                dst.len()
+            )));
+        }
+        let log_n = Self::check_pow2(n)?;
+        let k = self.kernels(dev)?;
+        let d = self.domain(dev, log_n)?;
+        dev.ctx().bind_to_thread()?;
+        let mut data = DeviceScalars::alloc(dev, n)?;
+        let copy = dev.copy_stream().clone();
+        let passes = if log_n >= REG_LOG_RADIX {
+            plan_regs(log_n)
+        } else {
+            Vec::new()
+        };
+        if passes.len() < 2 || t == Transform::CosetNtt {
+            // One pass (nothing to overlap) or a first pass with a scale: plain upload.
+            data.copy_from_pinned(dev, src)?;
+            self.transform(dev, &mut data, t)?;
+            return data.copy_to_pinned(dev, dst);
+        }
+        let out = DeviceScalars::alloc(dev, n)?;
+        let inverse = matches!(t, Transform::Intt | Transform::CosetIntt);
+        let (lo, m, c) = passes[0];
+        let cols = 1usize << lo;
+        let slices = PINNED_SLICES.min(cols >> c);
+        let width = cols / slices;
+        let blocks = (1u32 << (log_n - m - c)) / slices as u32;
+        copy.join(dev.stream())?;
+        for s in 0..slices {
+            let off = s * width * ELEM_BYTES;
+            let cp = sys::CUDA_MEMCPY2D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+                srcHost: unsafe { (src.as_slice().as_ptr() as *const u8).add(off) } as *const _,
+                srcDevice: 0,
+                srcArray: std::ptr::null_mut(),
+                srcPitch: cols * ELEM_BYTES,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: data.ptr + off as u64,
+                dstArray: std::ptr::null_mut(),
+                dstPitch: cols * ELEM_BYTES,
+                WidthInBytes: width * ELEM_BYTES,
+                Height: 1usize << m,
+            };
+            // SAFETY: rows of `width` elements at pitch `cols` inside both n-element
+            // allocations; src stays alive and unmodified until the copy stream is joined.
+            unsafe { sys::cuMemcpy2DAsync_v2(&cp, copy.cu_stream()) }.result()?;
+            dev.stream().join(&copy)?;
+            let range = Some((s as u32 * blocks, blocks));
+            self.reg_pass(
+                dev,
+                &k,
+                &d,
+                false,
+                (data.ptr, data.ptr),
+                log_n,
+                passes[0],
+                inverse,
+                None,
+                None,
+                range,
+            )?;
+        }
+        self.transform_into(dev, &k, &d, data.ptr, out.ptr, log_n, t, true)?;
+        out.copy_to_pinned(dev, dst)
     }
 
     /// a, b, c: evaluations over the 2^log_n domain, on the device; overwritten.
@@ -541,16 +897,8 @@ impl NttState {
     ) -> Result<()> {
         let k = self.kernels(dev)?;
         let d = self.domain(dev, log_n)?;
-        self.dif(dev, &k, x.ptr, log_n, true, &d.omega_inv, None)?;
-        self.dit(
-            dev,
-            &k,
-            x.ptr,
-            log_n,
-            false,
-            &d.omega,
-            Some(&d.coset_over_n),
-        )
+        self.dif(dev, &k, &d, x.ptr, log_n, true, None, None, None)?;
+        self.dit(dev, &k, &d, x.ptr, log_n, false, Some(&d.coset_over_n))
     }
 
     /// (a b - c) / Z on the coset, then the inverse coset transform; returns h.
@@ -573,9 +921,9 @@ impl NttState {
             .arg(&n);
         // SAFETY: matches ntt_h_pointwise; all three vectors hold n elements.
         unsafe { pw.launch(launch_1d(n as usize)) }?;
-        self.dif(dev, &k, a.ptr, log_n, true, &d.omega_inv, None)?;
         let h = DeviceScalars::alloc(dev, n as usize)?;
-        self.bit_reverse(dev, &k, h.ptr, a.ptr, log_n, Some(&d.icoset_over_n))?;
+        let last = Some(&d.icoset_over_n);
+        self.dif(dev, &k, &d, a.ptr, log_n, true, None, Some(h.ptr), last)?;
         Ok(h)
     }
 }
@@ -610,6 +958,17 @@ pub fn transform(dev: &GpuDevice, values: &mut [Limbs], t: Transform) -> Result<
     st.transform(dev, &mut d, t)?;
     st.download_staged(dev, d.ptr, values)?;
     Ok(())
+}
+
+/// Transform of a pinned host vector into another (same length), the upload overlapped
+/// with the first pass; returns when `dst` holds the result.
+pub fn transform_pinned(
+    dev: &GpuDevice,
+    src: &PinnedScalars,
+    dst: &mut PinnedScalars,
+    t: Transform,
+) -> Result<()> {
+    dev.ntt_state().transform_pinned(dev, src, dst, t)
 }
 
 pub fn ntt(dev: &GpuDevice, values: &mut [Limbs]) -> Result<()> {
@@ -764,6 +1123,34 @@ mod tests {
             }
             assert_eq!(next, 0);
         }
+    }
+
+    #[test]
+    fn register_plans_cover_every_bit_once() {
+        for log_n in REG_LOG_RADIX..=MAX_LOG_N {
+            let p = plan_regs(log_n);
+            let mut next = log_n;
+            for (i, &(lo, m, c)) in p.iter().enumerate() {
+                assert_eq!(lo + m, next, "log_n={log_n} plan={p:?}");
+                let max = if i + 1 == p.len() {
+                    MAX_LOG_RADIX
+                } else {
+                    MAX_STRIDED_RADIX
+                };
+                assert!(
+                    (REG_LOG_RADIX..=max).contains(&m),
+                    "log_n={log_n} plan={p:?}"
+                );
+                assert!(m + c <= LOG_BLOCK && c <= lo);
+                next = lo;
+            }
+            assert_eq!(next, 0);
+        }
+        assert_eq!(plan_regs(24), vec![(17, 7, 3), (10, 7, 3), (0, 10, 0)]);
+        assert_eq!(plan_regs(26), vec![(18, 8, 2), (10, 8, 2), (0, 10, 0)]);
+        assert_eq!(direct_log(24), Some(17));
+        assert_eq!(direct_log(26), Some(18));
+        assert_eq!(direct_log(19), None);
     }
 
     #[test]

@@ -22,7 +22,10 @@ __device__ __constant__ const uint32_t FR_ONE[8] = {
 // memory rather than as a literal so the compiler does not restructure the reduction.
 __device__ __constant__ const uint32_t FR_M0 = 0xffffffff;
 
-using fr_t = mont_t<8, FR_MOD, FR_M0, FR_ONE>;
+#ifndef FR_P0_IS_ONE
+#define FR_P0_IS_ONE 1  // r = 1 mod 2^32: the cheaper reduction row (mont.cuh)
+#endif
+using fr_t = mont_t<8, FR_MOD, FR_M0, FR_ONE, FR_P0_IS_ONE>;
 
 static_assert(sizeof(fr_t) == 32, "fr_t must be the 32 bytes of a blst_fr");
 

@@ -24,7 +24,10 @@
 
 namespace cuzk {
 
-template <int N, const uint32_t (&MOD)[N], const uint32_t& M0, const uint32_t (&ONE)[N]>
+// P0_IS_ONE: the modulus is 1 mod 2^32 (then M0 = 2^32 - 1 and the reduction factor of a
+// row is just -x[0]); true for BLS12-381's Fr, whose 2-adicity is 32.
+template <int N, const uint32_t (&MOD)[N], const uint32_t& M0, const uint32_t (&ONE)[N],
+          bool P0_IS_ONE = false>
 struct __align__(16) mont_t {
     static_assert(N % 2 == 0 && N >= 4, "mont_t wants an even number of limbs, at least 4");
     static constexpr int LIMBS = N;
@@ -153,10 +156,28 @@ private:
         }
 
         // m makes limb 0 vanish: lo[0] + m * p[0] == 0 mod 2^32.
-        uint32_t m = lo[0] * M0;
+        uint32_t m;
+        if constexpr (P0_IS_ONE)
+            asm volatile("sub.u32 %0, 0, %1;" : "=r"(m) : "r"(lo[0]));
+        else
+            m = lo[0] * M0;
         // The odd chain's carry out is provably zero (spare top bit), so a fresh chain starts.
         mad_pairs_cc(hi, MOD + 1, m);
-        mad_pairs_cc(lo, MOD, m);
+        if constexpr (P0_IS_ONE) {
+            // p[0] == 1: the even chain's first pair is lo[0] + m (which is 0, carrying
+            // lo[0] != 0) and lo[1] + carry; adds instead of multiply-adds keep 3 of the
+            // row's 33 multiplier instructions off the multiplier pipe.
+            asm volatile("add.cc.u32 %0, %0, %2; addc.cc.u32 %1, %1, 0;"
+                : "+r"(lo[0]), "+r"(lo[1])
+                : "r"(m));
+#pragma unroll
+            for (int j = 2; j < N; j += 2)
+                asm volatile("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
+                    : "+r"(lo[j]), "+r"(lo[j + 1])
+                    : "r"(MOD[j]), "r"(m));
+        } else {
+            mad_pairs_cc(lo, MOD, m);
+        }
         asm volatile("addc.u32 %0, %0, 0;" : "+r"(hi[N - 1]));
     }
 
