@@ -3,8 +3,13 @@
 //! assembles and verifies it; the last partition completes the job.
 //!
 //! A panic in a job's circuit or prover fails that job, never the worker or the daemon.
+//!
+//! A job cancelled (or failed) while one of its partitions is in a stage loses that partition
+//! at the stage's end: a synthesized partition is dropped instead of queued for a device, and
+//! a device result is discarded unfinalized.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -27,6 +32,25 @@ pub struct SynthesizedWork {
     pub job: Arc<Job>,
     pub index: usize,
     pub synth: Synthesized,
+    pub in_flight: InFlight,
+}
+
+/// Counts one partition from the moment a synthesis worker takes it until its device step is
+/// done or it is dropped (a cancelled job's partition removed from the prove queue drops its
+/// guard with it). A graceful shutdown waits for the count to reach zero.
+pub struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    pub fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        InFlight(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Run `f`, turning a panic into an error naming what panicked.
@@ -46,6 +70,7 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
         if !job.is_live() {
             continue;
         }
+        let in_flight = InFlight::new(&shared.in_flight);
         job.mark_started();
         let tl = &shared.timeline;
         tl.emit(
@@ -58,7 +83,10 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
             // Load the parameters first, so a missing file fails the job before the work.
             job.srs(|| job.task.params(&shared.srs))?;
             if let Some(hook) = &shared.test_hooks.synthesis_panic {
-                hook(&job.id);
+                hook(&job);
+            }
+            if !shared.test_hooks.synthesis_delay.is_zero() {
+                std::thread::sleep(shared.test_hooks.synthesis_delay);
             }
             job.task.synthesize(index)
         });
@@ -75,18 +103,24 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
                         ("ms", &format!("{ms:.1}")),
                     ],
                 );
+                if !job.is_live() {
+                    // Cancelled (or failed) during synthesis: free it now.
+                    continue;
+                }
                 tl.emit("GPU_QUEUE", &job.id, &[("partition", &index)]);
                 let work = SynthesizedWork {
                     job: job.clone(),
                     index,
                     synth,
+                    in_flight,
                 };
-                if shared
-                    .prove_queue
-                    .push_wait(job.priority, job.seq, work)
-                    .is_err()
-                {
-                    shared.fail(&job, Error::ShuttingDown);
+                // The prove queue is never closed (shutdown lets synthesized partitions be
+                // proven); an error would only drop the partition, and the job stays queued
+                // in the journal.
+                let _ = shared.prove_queue.push_wait(job.priority, job.seq, work);
+                if !job.is_live() {
+                    // Cancelled while we waited for room: its removal may have missed us.
+                    shared.prove_queue.remove_where(|w| w.job.id == job.id);
                 }
             }
             Err(e) => shared.fail(&job, e),
@@ -95,7 +129,13 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
 }
 
 pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
-    while let Some(SynthesizedWork { job, index, synth }) = shared.prove_queue.pop() {
+    while let Some(SynthesizedWork {
+        job,
+        index,
+        synth,
+        in_flight: _in_flight,
+    }) = shared.prove_queue.pop()
+    {
         if !job.is_live() {
             continue;
         }
@@ -123,6 +163,9 @@ pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
                 &[("partition", &index), ("device", &dev)],
             );
             let t = Instant::now();
+            if !shared.test_hooks.device_delay.is_zero() {
+                std::thread::sleep(shared.test_hooks.device_delay);
+            }
             let r = guarded("prover", || {
                 Ok(prove_on_device(
                     device.backend.as_ref(),
@@ -166,6 +209,10 @@ pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
             job.add_gpu(elapsed);
             r
         };
+        if !job.is_live() {
+            // Cancelled while on the device: the step ran to its end; its result is dropped.
+            continue;
+        }
         // Assembly and verification need no device: done after the lock is released.
         let finished = proven.and_then(|(msm, _)| {
             let t = Instant::now();
