@@ -154,7 +154,10 @@ impl Engine {
             config,
         });
         if shared.test_hooks.is_set() {
-            tracing::warn!("test hooks are set ({}): for tests only", crate::test_hooks::ENV);
+            tracing::warn!(
+                "test hooks are set ({}): for tests only",
+                crate::test_hooks::ENV
+            );
         }
         shared.recover(recovery.jobs);
         for w in 0..shared.config.synthesis_workers.max(1) {
@@ -584,8 +587,7 @@ impl Shared {
                 tracing::error!(job = %id, error = %e, "journal write failed");
             }
         }
-        self.timeline
-            .emit("JOB_FAILED", &id, &[("error", &msg)]);
+        self.timeline.emit("JOB_FAILED", &id, &[("error", &msg)]);
         let mut jobs = self.jobs.lock();
         if !entry.request_id.is_empty() {
             jobs.by_request.insert(entry.request_id.clone(), id.clone());
@@ -614,7 +616,12 @@ impl Shared {
             job.priority,
             job.submitted_unix_ms,
         )
-        .finished(&outcome.state, &outcome.proof, &outcome.timings, now_unix_ms());
+        .finished(
+            &outcome.state,
+            &outcome.proof,
+            &outcome.timings,
+            now_unix_ms(),
+        );
         if let Err(e) = journal.record_finished(&job.id, &entry) {
             // It stays queued in the journal: the next start proves it again, which is safe.
             tracing::error!(job = %job.id, error = %e, "journal write failed");

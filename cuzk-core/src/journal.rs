@@ -167,7 +167,7 @@ pub enum Recovered {
     Unfinished {
         id: String,
         entry: JobEntry,
-        request: SubmitRequest,
+        request: Box<SubmitRequest>,
     },
     /// Finished: its outcome is served until its retention passes.
     Finished { id: String, entry: JobEntry },
@@ -225,8 +225,7 @@ impl Journal {
                 return Ok(());
             }
             jobs.insert(id, entry_bytes.as_slice())?;
-            txn.open_table(REQUESTS)?
-                .insert(id, req_bytes.as_slice())?;
+            txn.open_table(REQUESTS)?.insert(id, req_bytes.as_slice())?;
             let mut meta = txn.open_table(META)?;
             let max = meta.get(MAX_SEQ)?.map_or(0, |v| v.value());
             if entry.seq > max {
@@ -276,7 +275,8 @@ impl Journal {
                     None => Err("its request is missing".to_string()),
                     Some(v) => decode::<StoredRequest>(v.value())
                         .map_err(|e| e.to_string())
-                        .and_then(SubmitRequest::try_from),
+                        .and_then(SubmitRequest::try_from)
+                        .map(Box::new),
                 };
                 match request {
                     Ok(request) => out.jobs.push(Recovered::Unfinished { id, entry, request }),
@@ -524,7 +524,13 @@ mod tests {
     }
 
     fn entry(seq: u64) -> JobEntry {
-        JobEntry::queued(seq, &format!("req-{seq}"), ProofKind::Synthetic, Priority::High, 1000)
+        JobEntry::queued(
+            seq,
+            &format!("req-{seq}"),
+            ProofKind::Synthetic,
+            Priority::High,
+            1000,
+        )
     }
 
     fn unfinished(r: &Recovery) -> Vec<(&str, &JobEntry, &SubmitRequest)> {
@@ -533,7 +539,7 @@ mod tests {
             .iter()
             .filter_map(|j| match j {
                 Recovered::Unfinished { id, entry, request } => {
-                    Some((id.as_str(), entry, request))
+                    Some((id.as_str(), entry, &**request))
                 }
                 _ => None,
             })

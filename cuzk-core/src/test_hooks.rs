@@ -18,10 +18,12 @@ use crate::record::Job;
 /// The environment variable the daemon reads its hooks from.
 pub const ENV: &str = "CUZK_TEST_HOOKS";
 
+/// Called at the start of every partition's synthesis; may panic.
+pub type SynthesisHook = Box<dyn Fn(&Job) + Send + Sync>;
+
 #[derive(Default)]
 pub struct TestHooks {
-    /// Called at the start of every partition's synthesis; may panic.
-    pub synthesis_panic: Option<Box<dyn Fn(&Job) + Send + Sync>>,
+    pub synthesis_panic: Option<SynthesisHook>,
     /// Added to every partition's synthesis.
     pub synthesis_delay: Duration,
     /// Added to every partition's device step, inside the device lock.

@@ -88,7 +88,10 @@ async fn kill_9_with_jobs_in_flight_loses_nothing() {
     })
     .await;
     let before = d.kill9().await;
-    let done_before: Vec<&String> = ids.iter().filter(|id| has(&before, id, "JOB_DONE")).collect();
+    let done_before: Vec<&String> = ids
+        .iter()
+        .filter(|id| has(&before, id, "JOB_DONE"))
+        .collect();
     assert!(
         !done_before.is_empty() && done_before.len() < ids.len(),
         "the kill must land mid-run: {} of {} done",
@@ -101,7 +104,10 @@ async fn kill_9_with_jobs_in_flight_loses_nothing() {
     await_all_and_verify(&mut d.client, &ids, &SPECS).await;
     // Ids continue from the journal's highest: no collision with the old ones.
     let next = submit_all(&mut d.client, &[(10, 1, 17)]).await;
-    assert!(ids.iter().all(|id| seq(&next[0]) > seq(id)), "{next:?} vs {ids:?}");
+    assert!(
+        ids.iter().all(|id| seq(&next[0]) > seq(id)),
+        "{next:?} vs {ids:?}"
+    );
     await_all_and_verify(&mut d.client, &next, &[(10, 1, 17)]).await;
     let after = d.stop().await;
     for id in &ids {
@@ -203,9 +209,11 @@ async fn request_ids_and_finished_results_survive_a_restart() {
         .unwrap()
         .into_inner()
         .job_id;
-    d.wait_for("the open job on the device", Duration::from_secs(30), |ev| {
-        has(ev, &open, "GPU_START")
-    })
+    d.wait_for(
+        "the open job on the device",
+        Duration::from_secs(30),
+        |ev| has(ev, &open, "GPU_START"),
+    )
     .await;
     d.kill9().await;
 
@@ -220,7 +228,7 @@ async fn request_ids_and_finished_results_survive_a_restart() {
     assert_eq!(r.status, AwaitStatus::Completed as i32);
     assert_eq!(r.proof, proof.proof);
     verify_synthetic(&r.proof, 10, 1, 21);
-    await_all_and_verify(&mut d.client, &[open.clone()], &[(10, 1, 22)]).await;
+    await_all_and_verify(&mut d.client, std::slice::from_ref(&open), &[(10, 1, 22)]).await;
     let after = d.stop().await;
     let queued: Vec<&str> = after
         .iter()
@@ -245,7 +253,13 @@ async fn request_ids_and_finished_results_survive_a_restart() {
     assert_eq!(gone.code(), Code::NotFound);
     let mut req = synthetic(10, 1, 21, None);
     req.request_id = "curio-done".into();
-    let fresh = d.client.submit_proof(req).await.unwrap().into_inner().job_id;
+    let fresh = d
+        .client
+        .submit_proof(req)
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
     assert_ne!(fresh, done);
     d.stop().await;
 }
@@ -291,8 +305,14 @@ async fn cancel_in_each_state_and_only_that_job() {
         })
         .await;
     // Each job is where it should be when cancelled.
-    assert!(has(&ev, &dev, "GPU_START") && !has(&ev, &dev, "GPU_END"), "on the device");
-    assert!(has(&ev, &wait, "GPU_QUEUE") && !has(&ev, &wait, "GPU_START"), "waiting");
+    assert!(
+        has(&ev, &dev, "GPU_START") && !has(&ev, &dev, "GPU_END"),
+        "on the device"
+    );
+    assert!(
+        has(&ev, &wait, "GPU_QUEUE") && !has(&ev, &wait, "GPU_START"),
+        "waiting"
+    );
     assert!(!has(&ev, &synth, "SYNTH_END"), "in synthesis");
     for id in [&dev, &wait, &synth] {
         assert!(cancel(&mut d.client, id).await, "{id} was running");
@@ -318,14 +338,20 @@ async fn cancel_in_each_state_and_only_that_job() {
         let r = await_done(&mut d.client, id).await;
         assert_eq!(r.status, AwaitStatus::Cancelled as i32, "{id}");
     }
-    await_all_and_verify(&mut d.client, &[untouched.clone()], &specs[4..]).await;
+    await_all_and_verify(&mut d.client, &ids[4..], &specs[4..]).await;
     let ev = d.stop().await;
     for id in [&dev, &wait, &synth, &queued] {
         assert!(has(&ev, id, "JOB_CANCELLED"), "{id}");
         assert!(!has(&ev, id, "FINALIZE_END"), "{id}: nothing finalized");
     }
-    assert!(!has(&ev, &queued, "SYNTH_START"), "a queued job never starts");
-    assert!(!has(&ev, &synth, "GPU_QUEUE"), "its synthesis is dropped, not queued");
+    assert!(
+        !has(&ev, &queued, "SYNTH_START"),
+        "a queued job never starts"
+    );
+    assert!(
+        !has(&ev, &synth, "GPU_QUEUE"),
+        "its synthesis is dropped, not queued"
+    );
     assert!(!has(&ev, &wait, "GPU_START"), "it leaves the device queue");
     assert!(has(&ev, &dev, "GPU_END"), "the device step runs to its end");
 
@@ -333,7 +359,11 @@ async fn cancel_in_each_state_and_only_that_job() {
     let mut d = daemon(data.path(), None, "").await;
     for id in [&dev, &wait, &synth, &queued] {
         let r = await_done(&mut d.client, id).await;
-        assert_eq!(r.status, AwaitStatus::Cancelled as i32, "{id} after restart");
+        assert_eq!(
+            r.status,
+            AwaitStatus::Cancelled as i32,
+            "{id} after restart"
+        );
     }
     let after = d.stop().await;
     assert_eq!(count(&after, "JOB_RECOVERED"), 0);
@@ -350,7 +380,14 @@ async fn a_panic_in_one_jobs_synthesis_fails_only_that_job() {
         if i == 1 {
             req.request_id = "poisoned".into();
         }
-        ids.push(d.client.submit_proof(req).await.unwrap().into_inner().job_id);
+        ids.push(
+            d.client
+                .submit_proof(req)
+                .await
+                .unwrap()
+                .into_inner()
+                .job_id,
+        );
     }
     let r = await_done(&mut d.client, &ids[1]).await;
     assert_eq!(r.status, AwaitStatus::Failed as i32);
@@ -360,9 +397,40 @@ async fn a_panic_in_one_jobs_synthesis_fails_only_that_job() {
         "{}",
         r.error_message
     );
-    await_all_and_verify(&mut d.client, &[ids[0].clone()], &specs[..1]).await;
-    await_all_and_verify(&mut d.client, &[ids[2].clone()], &specs[2..]).await;
+    await_all_and_verify(&mut d.client, &ids[..1], &specs[..1]).await;
+    await_all_and_verify(&mut d.client, &ids[2..], &specs[2..]).await;
     let ev = d.stop().await;
     assert!(has(&ev, &ids[1], "JOB_FAILED"));
     assert_eq!(count(&ev, "JOB_DONE"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_daemon_on_the_same_journal_fails_to_start_clearly() {
+    let data = tempfile::tempdir().unwrap();
+    let first = daemon(data.path(), None, "").await;
+    let log = tempfile::tempdir().unwrap();
+    let log = log.path().join("second.log");
+    let args: Vec<String> = [
+        "--backend",
+        "cpu",
+        "--param-dir",
+        &common::param_dir().display().to_string(),
+        "--data-dir",
+        &data.path().display().to_string(),
+    ]
+    .map(String::from)
+    .into();
+    std::env::set_var("CUZK_DAEMON", env!("CARGO_BIN_EXE_cuzk-daemon"));
+    let second = cuzk_client::spawn::SpawnedDaemon::start(&args, &log).await;
+    assert!(
+        second.is_err(),
+        "a second daemon must not share the journal"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("cannot open the job journal") && text.contains("journal.redb"),
+        "{text}"
+    );
+    first.stop().await;
 }
