@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{await_done, has, synthetic, verify_synthetic, Daemon, Event};
 use cuzk_client::rpc::Client;
+use cuzk_core::journal::Recovered;
 use cuzk_proto::v1 as pb;
 use pb::await_proof_response::Status as AwaitStatus;
 use tonic::Code;
@@ -261,7 +262,24 @@ async fn request_ids_and_finished_results_survive_a_restart() {
         .into_inner()
         .job_id;
     assert_ne!(fresh, done);
+    // The retention loop (every 5 s) deletes the expired entries from the journal itself.
+    tokio::time::sleep(Duration::from_secs(6)).await;
     d.stop().await;
+    let journal = cuzk_core::journal::Journal::open(data.path()).unwrap();
+    let left = journal.load().unwrap();
+    assert_eq!(left.skipped, 0);
+    let ids: Vec<String> = left
+        .jobs
+        .iter()
+        .map(|j| match j {
+            Recovered::Finished { id, .. } | Recovered::Unfinished { id, .. } => id.clone(),
+        })
+        .collect();
+    assert!(
+        !ids.contains(&done) && !ids.contains(&open),
+        "expired results pruned from the journal: {ids:?}"
+    );
+    assert!(left.max_seq >= seq(&fresh), "the id high-water mark stays");
 }
 
 #[tokio::test(flavor = "multi_thread")]
