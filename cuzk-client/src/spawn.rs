@@ -35,12 +35,37 @@ pub fn daemon_binary() -> PathBuf {
 
 impl SpawnedDaemon {
     /// Start the daemon with extra `args`, logging to `log_path`, and wait until it listens.
+    ///
+    /// Unless `args` name a `--data-dir`, the daemon gets a fresh one of its own beside the
+    /// log (`<log>.data`, emptied first): a daemon spawned for a bench, the demo or a test
+    /// must neither share the user's job journal nor resume jobs of an earlier run.
     pub async fn start(args: &[String], log_path: &Path) -> anyhow::Result<SpawnedDaemon> {
+        Self::start_with_env(args, &[], log_path).await
+    }
+
+    /// As `start`, with extra environment variables for the daemon (e.g. test hooks).
+    pub async fn start_with_env(
+        args: &[String],
+        env: &[(&str, &str)],
+        log_path: &Path,
+    ) -> anyhow::Result<SpawnedDaemon> {
         let bin = daemon_binary();
+        let mut own_data_dir = Vec::new();
+        if !args
+            .iter()
+            .any(|a| a == "--data-dir" || a.starts_with("--data-dir="))
+        {
+            let dir = log_path.with_extension("data");
+            // Only the journal file: never a recursive delete of a path derived from input.
+            let _ = std::fs::remove_file(dir.join("journal.redb"));
+            own_data_dir = vec!["--data-dir".to_string(), dir.display().to_string()];
+        }
         let mut child = Command::new(&bin)
             .arg("--listen")
             .arg("127.0.0.1:0")
+            .args(&own_data_dir)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -83,12 +108,17 @@ impl SpawnedDaemon {
         })
     }
 
-    /// SIGTERM, then wait for a clean exit.
-    pub async fn stop(mut self) -> anyhow::Result<()> {
+    /// Send a signal (e.g. 15, SIGTERM) to the daemon, if it still runs.
+    pub fn signal(&self, sig: i32) {
         if let Some(pid) = self.child.id() {
             // SAFETY: plain kill(2) on our own child's pid.
-            unsafe { libc_kill(pid as i32, 15) };
+            unsafe { libc_kill(pid as i32, sig) };
         }
+    }
+
+    /// SIGTERM, then wait for a clean exit.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        self.signal(15);
         let _ = tokio::time::timeout(Duration::from_secs(60), self.child.wait()).await;
         // Give the log copier a moment to drain.
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -52,6 +52,12 @@ pub struct EngineConfig {
     pub result_retention_secs: u64,
     /// Write TIMELINE lines to stderr.
     pub timeline: bool,
+    /// Where the daemon keeps its state (the job journal); created if missing.
+    /// Default: $CUZK_DATA_DIR, else $XDG_DATA_HOME/cuzk, else ~/.local/share/cuzk.
+    pub data_dir: PathBuf,
+    /// Journal every accepted job in `data_dir`, so that a restart finishes what was accepted
+    /// and still answers for what finished. Off: jobs live in memory only (embedded tests).
+    pub journal: bool,
 }
 
 impl Default for EngineConfig {
@@ -68,8 +74,23 @@ impl Default for EngineConfig {
             verify_proofs: true,
             result_retention_secs: 3600,
             timeline: true,
+            data_dir: default_data_dir(),
+            journal: true,
         }
     }
+}
+
+/// $CUZK_DATA_DIR, else the XDG data directory's `cuzk`.
+pub fn default_data_dir() -> PathBuf {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("CUZK_DATA_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(xdg) = var("XDG_DATA_HOME") {
+        return PathBuf::from(xdg).join("cuzk");
+    }
+    let home = var("HOME").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    home.join(".local/share/cuzk")
 }
 
 /// The Filecoin convention: FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters.
@@ -92,5 +113,9 @@ mod tests {
         assert_eq!(c.backend, BackendChoice::Cpu);
         assert_eq!(c.synthesis_workers, 3);
         assert!(toml::from_str::<EngineConfig>("bogus = 1").is_err());
+        assert!(c.journal);
+        let c: EngineConfig = toml::from_str("journal = false\ndata_dir = \"/x/y\"").unwrap();
+        assert!(!c.journal);
+        assert_eq!(c.data_dir, PathBuf::from("/x/y"));
     }
 }

@@ -3,7 +3,7 @@
 //! methods and maps `Error` to status codes.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,7 @@ use crate::budget::{default_budget_bytes, MemoryBudget};
 use crate::config::EngineConfig;
 use crate::gpu::{cpu_fallback, open_devices, Device};
 use crate::job::{Error, JobId, JobState, Priority, ProofKind, Result, SubmitRequest};
+use crate::journal::{now_unix_ms, JobEntry, Journal, Recovered};
 use crate::kinds::build_task;
 use crate::metrics::Metrics;
 use crate::pipeline::{self, PartitionWork, SynthesizedWork};
@@ -21,19 +22,7 @@ use crate::record::{Job, JobOutcome};
 use crate::srs::{SrsCache, SrsStatus};
 use crate::timeline::Timeline;
 
-/// Test-only fault injection (kept in release builds so that tests of the daemon binary can
-/// use it; inert unless set).
-#[derive(Default)]
-pub struct TestHooks {
-    /// Called at the start of every synthesis with the job id; may panic.
-    pub synthesis_panic: Option<SynthesisHook>,
-    /// Called before each device step with (request id, device label); true makes that
-    /// step fail as a device fault would.
-    pub device_error: Option<DeviceFaultHook>,
-}
-
-pub type SynthesisHook = Box<dyn Fn(&str) + Send + Sync>;
-pub type DeviceFaultHook = Box<dyn Fn(&str, &str) -> bool + Send + Sync>;
+pub use crate::test_hooks::TestHooks;
 
 /// State shared by the engine handle and its workers.
 pub struct Shared {
@@ -49,16 +38,38 @@ pub struct Shared {
     pub synth_queue: PriorityQueue<PartitionWork>,
     pub prove_queue: PriorityQueue<SynthesizedWork>,
     pub test_hooks: TestHooks,
+    /// Partitions out of the synthesis queue and not yet done (see `pipeline::InFlight`):
+    /// what a graceful shutdown waits for.
+    pub in_flight: Arc<AtomicUsize>,
+    /// None when `config.journal` is off.
+    journal: Option<Journal>,
     jobs: Mutex<Jobs>,
     next_seq: AtomicU64,
     accepting: AtomicBool,
+    /// Set when the daemon is about to exit: AwaitProof calls still waiting end (UNAVAILABLE).
+    closing: tokio::sync::watch::Sender<bool>,
     started: Instant,
 }
 
 #[derive(Default)]
 struct Jobs {
     by_id: HashMap<JobId, Arc<Job>>,
+    /// Jobs that finished before this start, read back from the journal: only the outcome
+    /// is kept (their requests are gone), served until their retention passes.
+    archived: HashMap<JobId, Archived>,
     by_request: HashMap<String, JobId>,
+}
+
+struct Archived {
+    request_id: String,
+    outcome: JobOutcome,
+    finished_unix_ms: u64,
+}
+
+/// A job id looked up: running or finished in this process, or finished before it.
+enum Found {
+    Live(Arc<Job>),
+    Archived(JobOutcome),
 }
 
 /// What SubmitProof answers.
@@ -117,6 +128,16 @@ impl Engine {
         // The Filecoin proof crates (their verifiers) read the parameter directory once per
         // process: point them at ours before anything else runs.
         crate::kinds::params::use_parameter_dir(&config.param_dir)?;
+        // The journal first: a daemon that cannot keep its promises must not start.
+        let journal = if config.journal {
+            Some(Journal::open(&config.data_dir)?)
+        } else {
+            None
+        };
+        let recovery = match &journal {
+            Some(j) => j.load()?,
+            None => Default::default(),
+        };
         let devices = open_devices(&config)?;
         let memory_limit = match config.synthesized_memory_bytes {
             0 => default_budget_bytes(),
@@ -133,12 +154,23 @@ impl Engine {
             synth_queue: PriorityQueue::new(usize::MAX),
             prove_queue: PriorityQueue::new(config.max_synthesized_partitions),
             test_hooks,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            journal,
             jobs: Mutex::new(Jobs::default()),
-            next_seq: AtomicU64::new(1),
+            // Ids never repeat across restarts: they continue from the journal's highest.
+            next_seq: AtomicU64::new(recovery.max_seq + 1),
             accepting: AtomicBool::new(true),
+            closing: tokio::sync::watch::Sender::new(false),
             started: Instant::now(),
             config,
         });
+        if shared.test_hooks.is_set() {
+            tracing::warn!(
+                "test hooks are set ({}): for tests only",
+                crate::test_hooks::ENV
+            );
+        }
+        shared.recover(recovery.jobs);
         for w in 0..shared.config.synthesis_workers.max(1) {
             let s = shared.clone();
             spawn(&format!("synth-{w}"), move || {
@@ -157,6 +189,7 @@ impl Engine {
             backend = %shared.devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>().join(","),
             synthesis_workers = shared.config.synthesis_workers,
             param_dir = %shared.config.param_dir.display(),
+            journal = %shared.journal.as_ref().map_or_else(|| "off".into(), |j| j.path().display().to_string()),
             "engine started"
         );
         Ok(Engine { shared })
@@ -214,6 +247,26 @@ impl Engine {
         }
         drop(jobs);
 
+        // On disk before the client hears "accepted" (outside the table lock: it fsyncs).
+        if let Some(journal) = &s.journal {
+            let entry = JobEntry::queued(
+                seq,
+                &req.request_id,
+                job.kind,
+                priority,
+                job.submitted_unix_ms,
+            );
+            if let Err(e) = journal.record_submitted(&id, &entry, &req) {
+                // Not durable, so not accepted.
+                let mut jobs = s.jobs.lock();
+                jobs.by_id.remove(&id);
+                if jobs.by_request.get(&req.request_id) == Some(&id) {
+                    jobs.by_request.remove(&req.request_id);
+                }
+                tracing::error!(job = %id, error = %e, "journal write failed; job refused");
+                return Err(e);
+            }
+        }
         s.metrics.job_submitted(job.kind);
         s.timeline.emit(
             "JOB_QUEUED",
@@ -224,17 +277,13 @@ impl Engine {
                 ("priority", &priority.as_str()),
             ],
         );
-        let parts = (0..job.task.partitions()).map(|index| {
-            let work = PartitionWork {
-                job: job.clone(),
-                index,
-                on_cpu: false,
-            };
-            (priority, seq, work)
-        });
-        if !s.synth_queue.push_all(parts) {
-            s.fail(&job, Error::ShuttingDown);
-            return Err(Error::ShuttingDown);
+        if !s.enqueue(&job) {
+            // Shutdown began after the admission check. A journaled job is kept for the next
+            // start, so it is still accepted; without a journal it is lost: refuse it.
+            if s.journal.is_none() {
+                s.fail(&job, Error::ShuttingDown);
+                return Err(Error::ShuttingDown);
+            }
         }
         Ok(Submitted {
             job_id: id,
@@ -255,43 +304,61 @@ impl Engine {
         })
     }
 
-    fn job(&self, id: &str) -> Result<Arc<Job>> {
-        self.shared
-            .jobs
-            .lock()
-            .by_id
-            .get(id)
-            .cloned()
-            .ok_or_else(|| Error::NotFound(id.to_string()))
+    fn find(&self, id: &str) -> Result<Found> {
+        let jobs = self.shared.jobs.lock();
+        if let Some(job) = jobs.by_id.get(id) {
+            return Ok(Found::Live(job.clone()));
+        }
+        match jobs.archived.get(id) {
+            Some(a) => Ok(Found::Archived(a.outcome.clone())),
+            None => Err(Error::NotFound(id.to_string())),
+        }
     }
 
     /// Wait for a job to end. Ok(None) when `timeout` passes first (the job goes on).
+    /// Err(ShuttingDown) when the daemon exits first: the job is kept (journal) for later.
     pub async fn await_job(
         &self,
         id: &str,
         timeout: Option<Duration>,
     ) -> Result<Option<JobOutcome>> {
-        let job = self.job(id)?;
+        let job = match self.find(id)? {
+            Found::Live(job) => job,
+            Found::Archived(outcome) => return Ok(Some(outcome)),
+        };
         let mut rx = job.subscribe();
-        let wait = rx.wait_for(|s| s.is_final());
+        let mut closing = self.shared.closing.subscribe();
+        // True when the job ended, false when the daemon is closing. The job's sender lives
+        // in the job and the closing sender in `shared`, both held here: neither wait fails.
+        let wait = async {
+            tokio::select! {
+                _ = rx.wait_for(|s| s.is_final()) => true,
+                _ = closing.wait_for(|c| *c) => false,
+            }
+        };
         let finished = match timeout {
             Some(t) => tokio::time::timeout(t, wait).await.ok(),
             None => Some(wait.await),
         };
         match finished {
             None => Ok(None),
-            // The sender lives in the job, which we hold: the wait cannot fail.
-            Some(_) => Ok(job.outcome()),
+            Some(_) => job.outcome().map(Some).ok_or(Error::ShuttingDown),
         }
     }
 
     /// Cancel a queued or running job. Returns whether it was running. Partitions still
-    /// queued are dropped at once; a device step under way finishes and is discarded.
+    /// queued are dropped at once; a partition in synthesis is dropped when it ends; a device
+    /// step under way finishes and is discarded (see pipeline.rs).
     pub fn cancel(&self, id: &str) -> Result<bool> {
-        let job = self.job(id)?;
+        let job = match self.find(id)? {
+            Found::Live(job) => job,
+            // Finished before this start: nothing to cancel.
+            Found::Archived(_) => return Ok(false),
+        };
         let was_running = job.state() == JobState::Running;
         let s = &self.shared;
-        let cancelled = job.finish(JobState::Cancelled, || {
+        let cancelled = job.finish(JobState::Cancelled, |outcome| {
+            s.journal_finished(&job, outcome);
             s.metrics
                 .job_finished(job.kind, "cancelled", job.submitted.elapsed());
             s.timeline.emit("JOB_CANCELLED", &job.id, &[]);
@@ -304,7 +371,10 @@ impl Engine {
     }
 
     pub fn job_state(&self, id: &str) -> Result<JobState> {
-        Ok(self.job(id)?.state())
+        Ok(match self.find(id)? {
+            Found::Live(job) => job.state(),
+            Found::Archived(outcome) => outcome.state,
+        })
     }
 
     pub fn status(&self) -> EngineStatus {
@@ -386,15 +456,40 @@ impl Engine {
         self.shared.srs.evict(circuit_id)
     }
 
-    /// Stop admission; partitions not yet synthesized are dropped with their jobs failed as
-    /// "shutting down"; partitions in synthesis or already synthesized are proven.
+    /// Stop admission and take the partitions not yet synthesized out of the queue;
+    /// partitions in synthesis or already synthesized go on (`in_flight` counts them), and a
+    /// job whose partitions all finish still completes. With the journal, every unfinished
+    /// job stays queued there and the next start runs it from the beginning; without it,
+    /// the jobs whose partitions were dropped fail as "shutting down".
     pub fn shutdown(&self) {
         let s = &self.shared;
         s.accepting.store(false, Ordering::SeqCst);
         s.synth_queue.close();
-        for work in s.synth_queue.drain() {
-            s.fail(&work.job, Error::ShuttingDown);
+        let dropped = s.synth_queue.drain();
+        if s.journal.is_none() {
+            for work in dropped {
+                s.fail(&work.job, Error::ShuttingDown);
+            }
+            return;
         }
+        let mut ids: Vec<&str> = dropped.iter().map(|w| w.job.id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        tracing::info!(
+            jobs = ids.len(),
+            "shutdown: unstarted partitions dropped; their jobs stay queued in the journal"
+        );
+    }
+
+    /// Partitions in synthesis, waiting for a device or on one.
+    pub fn in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The daemon is about to exit: end every AwaitProof still waiting (UNAVAILABLE; the
+    /// client awaits again after the restart, by the same job id).
+    pub fn close(&self) {
+        self.shared.closing.send_replace(true);
     }
 
     pub fn timeline(&self) -> &Timeline {
@@ -403,10 +498,158 @@ impl Engine {
 }
 
 impl Shared {
+    /// Queue a job's partitions; false when the queue is closed (shutting down).
+    fn enqueue(&self, job: &Arc<Job>) -> bool {
+        let parts = (0..job.task.partitions()).map(|index| {
+            let work = PartitionWork {
+                job: job.clone(),
+                index,
+                on_cpu: false,
+            };
+            (job.priority, job.seq, work)
+        });
+        self.synth_queue.push_all(parts)
+    }
+
+    /// Take back what the journal held at start: finished jobs are served until their
+    /// retention passes; unfinished ones are queued again under their ids, oldest first.
+    fn recover(&self, recovered: Vec<Recovered>) {
+        let keep_ms = self.config.result_retention_secs.saturating_mul(1000);
+        let now = now_unix_ms();
+        let mut unfinished = Vec::new();
+        let mut jobs = self.jobs.lock();
+        for r in recovered {
+            match r {
+                Recovered::Finished { id, entry } => {
+                    let finished = entry.finished_unix_ms.unwrap_or(0);
+                    if finished.saturating_add(keep_ms) < now {
+                        continue; // expired: the retention loop deletes it
+                    }
+                    if !entry.request_id.is_empty() {
+                        jobs.by_request.insert(entry.request_id.clone(), id.clone());
+                    }
+                    let outcome = JobOutcome {
+                        state: entry.job_state(),
+                        timings: entry.timings(),
+                        proof: entry.proof,
+                    };
+                    jobs.archived.insert(
+                        id,
+                        Archived {
+                            request_id: entry.request_id,
+                            outcome,
+                            finished_unix_ms: finished,
+                        },
+                    );
+                }
+                Recovered::Unfinished { id, entry, request } => {
+                    unfinished.push((id, entry, request))
+                }
+            }
+        }
+        drop(jobs);
+        unfinished.sort_by_key(|(_, e, _)| e.seq);
+        for (id, entry, request) in unfinished {
+            let task = match build_task(&request.proof) {
+                Ok(task) => task,
+                Err(e) => {
+                    self.fail_unresumable(id, entry, e);
+                    continue;
+                }
+            };
+            let priority = entry
+                .priority()
+                .unwrap_or_else(|| task.kind().default_priority());
+            let job = Arc::new(
+                Job::new(id.clone(), entry.seq, entry.request_id, priority, task)
+                    .with_submitted_unix_ms(entry.submitted_unix_ms),
+            );
+            let mut jobs = self.jobs.lock();
+            jobs.by_id.insert(id.clone(), job.clone());
+            if !job.request_id.is_empty() {
+                jobs.by_request.insert(job.request_id.clone(), id.clone());
+            }
+            drop(jobs);
+            self.metrics.job_submitted(job.kind);
+            self.timeline
+                .emit("JOB_RECOVERED", &id, &[("seq", &job.seq)]);
+            self.timeline.emit(
+                "JOB_QUEUED",
+                &id,
+                &[
+                    ("kind", &job.kind),
+                    ("partitions", &job.task.partitions()),
+                    ("priority", &priority.as_str()),
+                ],
+            );
+            self.enqueue(&job);
+        }
+    }
+
+    /// A journaled request this build no longer accepts (say, its parameters changed): fail
+    /// it, so that its client learns why instead of waiting for ever.
+    fn fail_unresumable(&self, id: JobId, entry: JobEntry, e: Error) {
+        let msg = format!("cannot resume after restart: {e}");
+        tracing::error!(job = %id, error = %msg, "journal: job not resumed");
+        let state = JobState::Failed(msg.clone());
+        let finished = now_unix_ms();
+        let entry = entry.finished(&state, &[], &Default::default(), finished);
+        if let Some(journal) = &self.journal {
+            if let Err(e) = journal.record_finished(&id, &entry) {
+                tracing::error!(job = %id, error = %e, "journal write failed");
+            }
+        }
+        self.timeline.emit("JOB_FAILED", &id, &[("error", &msg)]);
+        let mut jobs = self.jobs.lock();
+        if !entry.request_id.is_empty() {
+            jobs.by_request.insert(entry.request_id.clone(), id.clone());
+        }
+        jobs.archived.insert(
+            id,
+            Archived {
+                request_id: entry.request_id,
+                outcome: JobOutcome {
+                    state,
+                    proof: Vec::new(),
+                    timings: Default::default(),
+                },
+                finished_unix_ms: finished,
+            },
+        );
+    }
+
+    /// Journal a job's end. Called from `Job::finish`, so before any waiter wakes.
+    fn journal_finished(&self, job: &Job, outcome: &JobOutcome) {
+        let Some(journal) = &self.journal else { return };
+        let entry = JobEntry::queued(
+            job.seq,
+            &job.request_id,
+            job.kind,
+            job.priority,
+            job.submitted_unix_ms,
+        )
+        .finished(
+            &outcome.state,
+            &outcome.proof,
+            &outcome.timings,
+            now_unix_ms(),
+        );
+        if let Err(e) = journal.record_finished(&job.id, &entry) {
+            // It stays queued in the journal: the next start proves it again, which is safe.
+            tracing::error!(job = %job.id, error = %e, "journal write failed");
+        }
+    }
+
+    /// Whether unfinished jobs survive a restart (a refused retry need not fail its job).
+    pub fn has_journal(&self) -> bool {
+        self.journal.is_some()
+    }
+
     /// Fail a job (first failure wins; later partitions of a failed job are skipped).
     pub fn fail(&self, job: &Job, err: Error) {
         let msg = err.to_string();
-        let failed = job.finish(JobState::Failed(msg.clone()), || {
+        let failed = job.finish(JobState::Failed(msg.clone()), |outcome| {
+            self.journal_finished(job, outcome);
             tracing::warn!(job = %job.id, error = %msg, "job failed");
             self.metrics
                 .job_finished(job.kind, "failed", job.submitted.elapsed());
@@ -424,7 +667,8 @@ impl Shared {
     pub fn complete(&self, job: &Job, proof: &[u8]) {
         match pipeline::job_result(self, job, proof) {
             JobState::Completed => {
-                job.finish(JobState::Completed, || {
+                job.finish(JobState::Completed, |outcome| {
+                    self.journal_finished(job, outcome);
                     let ms = job.submitted.elapsed().as_secs_f64() * 1e3;
                     self.metrics
                         .job_finished(job.kind, "completed", job.submitted.elapsed());
@@ -445,22 +689,42 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) {
         .expect("spawning an engine thread");
 }
 
-/// Drop finished jobs older than the retention time.
+/// Drop finished jobs older than the retention time, from memory and from the journal.
+/// Jobs of this process are timed by `Instant`; jobs read back from the journal, and the
+/// journal itself, by wall-clock finish time (it outlives the process).
 fn retention_loop(shared: std::sync::Weak<Shared>) {
     loop {
         std::thread::sleep(Duration::from_secs(5));
         let Some(s) = shared.upgrade() else { return };
         let keep = Duration::from_secs(s.config.result_retention_secs);
+        let cutoff = now_unix_ms().saturating_sub(keep.as_millis() as u64);
         let mut jobs = s.jobs.lock();
-        let expired: Vec<(JobId, String)> = jobs
+        let mut expired: Vec<(JobId, String)> = jobs
             .by_id
             .values()
             .filter(|j| j.finished_at().is_some_and(|t| t.elapsed() > keep))
             .map(|j| (j.id.clone(), j.request_id.clone()))
             .collect();
+        expired.extend(
+            jobs.archived
+                .iter()
+                .filter(|(_, a)| a.finished_unix_ms < cutoff)
+                .map(|(id, a)| (id.clone(), a.request_id.clone())),
+        );
         for (id, req) in expired {
             jobs.by_id.remove(&id);
-            jobs.by_request.remove(&req);
+            jobs.archived.remove(&id);
+            if jobs.by_request.get(&req) == Some(&id) {
+                jobs.by_request.remove(&req);
+            }
+        }
+        drop(jobs);
+        if let Some(journal) = &s.journal {
+            match journal.prune(cutoff) {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(jobs = n, "journal: expired results pruned"),
+                Err(e) => tracing::warn!(error = %e, "journal: pruning failed"),
+            }
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod finalize;
 pub mod gpu;
 pub mod job;
+pub mod journal;
 pub mod kinds;
 pub mod metrics;
 pub mod pipeline;
@@ -19,6 +20,7 @@ pub mod queue;
 pub mod record;
 pub mod srs;
 pub mod synth;
+pub mod test_hooks;
 pub mod timeline;
 
 pub use config::EngineConfig;

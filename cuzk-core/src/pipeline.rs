@@ -5,8 +5,13 @@
 //! A panic in a job's circuit or prover fails that job, never the worker or the daemon. A
 //! device failure (a backend error or a panic in the prover) sends the partition back for
 //! synthesis once more, to be proven on the CPU backend.
+//!
+//! A job cancelled (or failed) while one of its partitions is in a stage loses that partition
+//! at the stage's end: a synthesized partition is dropped instead of queued for a device, and
+//! a device result is discarded unfinalized.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -34,7 +39,26 @@ pub struct SynthesizedWork {
     pub job: Arc<Job>,
     pub index: usize,
     pub synth: Synthesized,
+    pub in_flight: InFlight,
     _memory: Reservation,
+}
+
+/// Counts one partition from the moment a synthesis worker takes it until its device step is
+/// done or it is dropped (a cancelled job's partition removed from the prove queue drops its
+/// guard with it). A graceful shutdown waits for the count to reach zero.
+pub struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    pub fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        InFlight(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Run `f`, turning a panic into an error naming what panicked.
@@ -60,6 +84,7 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
         if !job.is_live() {
             continue;
         }
+        let in_flight = InFlight::new(&shared.in_flight);
         job.mark_started();
         let tl = &shared.timeline;
         tl.emit(
@@ -72,7 +97,10 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
             // Load the parameters first, so a missing file fails the job before the work.
             job.srs(|| job.task.params(&shared.srs))?;
             if let Some(hook) = &shared.test_hooks.synthesis_panic {
-                hook(&job.id);
+                hook(&job);
+            }
+            if !shared.test_hooks.synthesis_delay.is_zero() {
+                std::thread::sleep(shared.test_hooks.synthesis_delay);
             }
             job.task.synthesize(index)
         });
@@ -106,6 +134,7 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
             job: job.clone(),
             index,
             synth,
+            in_flight,
             _memory: memory,
         };
         if on_cpu {
@@ -117,12 +146,12 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
             continue;
         }
         tl.emit("GPU_QUEUE", &job.id, &[("partition", &index)]);
-        if shared
-            .prove_queue
-            .push_wait(job.priority, job.seq, work)
-            .is_err()
-        {
-            shared.fail(&job, Error::ShuttingDown);
+        // The prove queue is never closed (shutdown lets synthesized partitions be proven);
+        // an error would only drop the partition, and the job stays queued in the journal.
+        let _ = shared.prove_queue.push_wait(job.priority, job.seq, work);
+        if !job.is_live() {
+            // Cancelled while we waited for room: its removal may have missed us.
+            shared.prove_queue.remove_where(|w| w.job.id == job.id);
         }
     }
 }
@@ -155,9 +184,12 @@ pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
                     index,
                     on_cpu: true,
                 };
+                // Refused only when shutting down: the journal then keeps the job for the
+                // next start; without one it is lost, and says so.
                 if !shared
                     .synth_queue
                     .push_all([(job.priority, job.seq, retry)])
+                    && !shared.has_journal()
                 {
                     shared.fail(&job, Error::ShuttingDown);
                 }
@@ -188,6 +220,7 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
         job,
         index,
         synth,
+        in_flight: _in_flight,
         _memory,
     } = work;
     let tl = &shared.timeline;
@@ -210,6 +243,9 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
             &[("partition", &index), ("device", &dev)],
         );
         let t = Instant::now();
+        if !shared.test_hooks.device_delay.is_zero() {
+            std::thread::sleep(shared.test_hooks.device_delay);
+        }
         let injected = shared
             .test_hooks
             .device_error
@@ -273,6 +309,10 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
     };
     // The partition's memory is not needed for assembly: give it back before the CPU work.
     drop(_memory);
+    if !job.is_live() {
+        // Cancelled while on the device: the step ran to its end; its result is dropped.
+        return Ok(());
+    }
     // Assembly and verification need no device: done after the lock is released.
     let (msm, _) = proven;
     let t = Instant::now();

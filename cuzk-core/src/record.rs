@@ -20,6 +20,8 @@ pub struct Job {
     pub priority: Priority,
     pub task: Arc<dyn ProofTask>,
     pub submitted: Instant,
+    /// Wall-clock admission time, journaled (kept across restarts for a recovered job).
+    pub submitted_unix_ms: u64,
     state: watch::Sender<JobState>,
     progress: Mutex<Progress>,
 }
@@ -59,6 +61,7 @@ impl Job {
             priority,
             task,
             submitted: Instant::now(),
+            submitted_unix_ms: crate::journal::now_unix_ms(),
             state: watch::Sender::new(JobState::Queued),
             progress: Mutex::new(Progress {
                 proofs: vec![None; n],
@@ -80,23 +83,39 @@ impl Job {
         self.state.subscribe()
     }
 
+    /// A job read back from the journal keeps its original admission time.
+    pub fn with_submitted_unix_ms(mut self, ms: u64) -> Self {
+        self.submitted_unix_ms = ms;
+        self
+    }
+
     /// Move to a final state unless already final; true if this call did it. `on_final` runs
-    /// (only then) before any waiter is woken, so that what it records — the TIMELINE line,
-    /// metrics — is written before a client can see the result and, say, stop the daemon.
-    pub fn finish(&self, state: JobState, on_final: impl FnOnce()) -> bool {
+    /// (only then) with the outcome before any waiter is woken, so that what it records — the
+    /// journal entry, the TIMELINE line, metrics — is written before a client can see the
+    /// result and, say, stop the daemon.
+    pub fn finish(&self, state: JobState, on_final: impl FnOnce(&JobOutcome)) -> bool {
         debug_assert!(state.is_final());
         self.state.send_if_modified(|s| {
             if s.is_final() {
                 return false;
             }
-            *s = state;
+            *s = state.clone();
             let mut p = self.progress.lock();
             p.finished = Some(Instant::now());
             p.timings.total = self.submitted.elapsed();
             // The proving key is no longer needed by this job: release our reference.
             p.srs = None;
+            let outcome = JobOutcome {
+                proof: if state == JobState::Completed {
+                    p.proofs.iter().flatten().flatten().copied().collect()
+                } else {
+                    Vec::new()
+                },
+                state,
+                timings: p.timings.clone(),
+            };
             drop(p);
-            on_final();
+            on_final(&outcome);
             true
         })
     }

@@ -58,7 +58,9 @@ fn prove_all(
     for (i, &(r, s)) in rs.iter().enumerate() {
         let synth = task.synthesize(i).unwrap();
         let (msm, _) = prove_on_device(backend, &entry.params, &entry.id, synth).unwrap();
-        out.extend(proof_bytes(&assemble(&entry.params.vk, &msm, r, s).unwrap()));
+        out.extend(proof_bytes(
+            &assemble(&entry.params.vk, &msm, r, s).unwrap(),
+        ));
     }
     out
 }

@@ -22,6 +22,7 @@ fn config() -> EngineConfig {
         backend: BackendChoice::Cpu,
         synthesis_workers: 1,
         timeline: false,
+        journal: false,
         ..EngineConfig::default()
     }
 }

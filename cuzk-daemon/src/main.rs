@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use cuzk_core::config::BackendChoice;
+use cuzk_core::engine::TestHooks;
 use cuzk_core::Engine;
 use cuzk_proto::v1::proving_engine_server::ProvingEngineServer;
 use cuzk_proto::MAX_MESSAGE_BYTES;
@@ -41,6 +42,10 @@ struct Args {
     /// Parameter directory (default: FIL_PROOFS_PARAMETER_CACHE).
     #[arg(long)]
     param_dir: Option<PathBuf>,
+    /// Data directory: the job journal lives here (default: $CUZK_DATA_DIR, else
+    /// $XDG_DATA_HOME/cuzk, else ~/.local/share/cuzk).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
     #[arg(long)]
     synthesis_workers: Option<usize>,
     #[arg(long)]
@@ -66,6 +71,9 @@ impl Args {
         }
         if let Some(v) = &self.param_dir {
             c.engine.param_dir = v.clone();
+        }
+        if let Some(v) = &self.data_dir {
+            c.engine.data_dir = v.clone();
         }
         if let Some(v) = self.synthesis_workers {
             c.engine.synthesis_workers = v;
@@ -96,7 +104,9 @@ async fn main() -> anyhow::Result<()> {
         .init();
 
     let grace = Duration::from_secs(config.shutdown_grace_secs);
-    let engine = Engine::start(config.engine.clone())?;
+    // Test-only fault/delay injection (CUZK_TEST_HOOKS; see cuzk-core's test_hooks.rs).
+    let hooks = TestHooks::from_env().map_err(|e| anyhow::anyhow!(e))?;
+    let engine = Engine::start_with_hooks(config.engine.clone(), hooks)?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_serving::<ProvingEngineServer<ProvingService>>()
@@ -139,9 +149,13 @@ async fn main() -> anyhow::Result<()> {
     };
 
     shutdown_signal().await;
-    tracing::info!("shutting down: admission stopped, waiting up to {grace:?} for running jobs");
+    tracing::info!(
+        "shutting down: admission stopped, waiting up to {grace:?} for partitions in progress"
+    );
     engine.shutdown();
-    wait_for_running(&engine, grace).await;
+    wait_for_in_flight(&engine, grace).await;
+    // Unfinished jobs stay queued in the journal; their waiters are told to come back.
+    engine.close();
     let _ = stop_tx.send(true);
     tcp.await??;
     if let Some(u) = unix {
@@ -170,14 +184,18 @@ async fn shutdown_signal() {
     }
 }
 
-async fn wait_for_running(engine: &Engine, grace: Duration) {
+/// Wait for the partitions in synthesis or on a device (not whole jobs: the queued rest of a
+/// job was dropped and waits for the next start in the journal).
+async fn wait_for_in_flight(engine: &Engine, grace: Duration) {
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
-        let running: u32 = engine.status().queues.iter().map(|q| q.in_progress).sum();
-        if running == 0 {
+        if engine.in_flight() == 0 {
             return;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tracing::warn!("grace period over with jobs still running");
+    tracing::warn!(
+        partitions = engine.in_flight(),
+        "grace period over with partitions in progress; their jobs run again on the next start"
+    );
 }

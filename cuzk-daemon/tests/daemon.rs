@@ -1,142 +1,17 @@
 //! The daemon end to end over real sockets: a real `cuzk-daemon` process, the real client
 //! library, synthetic proofs verified with bellperson's verifier, and its TIMELINE parsed back.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::time::Duration;
 
-use bellperson::groth16::{self, Proof};
-use blstrs::Bls12;
-use cuzk_client::rpc::{self, Client};
-use cuzk_client::spawn::SpawnedDaemon;
-use cuzk_core::kinds::synthetic::SyntheticCircuit;
+use common::{await_done, synthetic, verify_synthetic, Daemon, Event};
+use cuzk_client::rpc;
 use cuzk_core::kinds::KindRequest;
 use cuzk_core::{Priority, ProofKind};
 use cuzk_proto::v1 as pb;
 use pb::await_proof_response::Status as AwaitStatus;
 use tonic::Code;
-
-/// Parameter files persist across runs (CI's second run skips generation).
-fn param_dir() -> PathBuf {
-    std::env::var_os("CUZK_PARAM_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/tmp".into()))
-                .join(".cache/cuzk/params")
-        })
-}
-
-struct Daemon {
-    inner: Option<SpawnedDaemon>,
-    client: Client,
-    _logdir: tempfile::TempDir,
-    log: PathBuf,
-}
-
-impl Daemon {
-    async fn start(extra: &[&str]) -> Daemon {
-        std::env::set_var("CUZK_DAEMON", env!("CARGO_BIN_EXE_cuzk-daemon"));
-        let logdir = tempfile::tempdir().unwrap();
-        let log = logdir.path().join("daemon.log");
-        let mut args: Vec<String> = vec![
-            "--backend".into(),
-            "cpu".into(),
-            "--param-dir".into(),
-            param_dir().display().to_string(),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let d = SpawnedDaemon::start(&args, &log)
-            .await
-            .expect("daemon starts");
-        let client = rpc::connect(&d.addr).await.expect("client connects");
-        Daemon {
-            inner: Some(d),
-            client,
-            _logdir: logdir,
-            log,
-        }
-    }
-
-    /// Stop the daemon and return its TIMELINE lines.
-    async fn stop(mut self) -> Vec<Event> {
-        self.inner.take().unwrap().stop().await.unwrap();
-        parse_timeline(&std::fs::read_to_string(&self.log).unwrap())
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Event {
-    ms: f64,
-    name: String,
-    job: String,
-    detail: HashMap<String, String>,
-}
-
-fn parse_timeline(log: &str) -> Vec<Event> {
-    let mut out: Vec<Event> = log
-        .lines()
-        .filter(|l| l.starts_with("TIMELINE,"))
-        .map(|l| {
-            let f: Vec<&str> = l.splitn(5, ',').collect();
-            assert_eq!(f.len(), 5, "malformed TIMELINE line {l:?}");
-            let detail = f[4]
-                .split(';')
-                .filter(|kv| !kv.is_empty())
-                .map(|kv| {
-                    let (k, v) = kv.split_once('=').expect("key=value");
-                    (k.to_string(), v.to_string())
-                })
-                .collect();
-            Event {
-                ms: f[1].parse().expect("offset is a number"),
-                name: f[2].to_string(),
-                job: f[3].to_string(),
-                detail,
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| a.ms.total_cmp(&b.ms));
-    out
-}
-
-fn synthetic(
-    log: u32,
-    partitions: u32,
-    seed: u64,
-    priority: Option<Priority>,
-) -> pb::SubmitProofRequest {
-    rpc::submit_request(
-        rpc::synthetic_request(log, partitions, seed),
-        priority,
-        String::new(),
-    )
-}
-
-/// Check each 192-byte partition proof against the synthetic key and its public inputs.
-fn verify_synthetic(proof: &[u8], log: u32, partitions: u32, seed: u64) {
-    assert_eq!(proof.len(), 192 * partitions as usize);
-    let path = param_dir().join(format!("cuzk-synthetic-2^{log}-v1.params"));
-    let params = cuzk_core::srs::read_params(Path::new(&path)).unwrap();
-    let pvk = groth16::prepare_verifying_key(&params.vk);
-    for (i, chunk) in proof.chunks(192).enumerate() {
-        let p = Proof::<Bls12>::read(chunk).unwrap();
-        let inputs = SyntheticCircuit::new(log, seed + i as u64).public_inputs();
-        assert!(
-            groth16::verify_proof(&pvk, &p, &inputs).unwrap(),
-            "partition {i} of 2^{log}"
-        );
-    }
-}
-
-async fn await_done(c: &mut Client, id: &str) -> pb::AwaitProofResponse {
-    c.await_proof(pb::AwaitProofRequest {
-        job_id: id.into(),
-        timeout_ms: 0,
-    })
-    .await
-    .unwrap()
-    .into_inner()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn proves_several_sizes_concurrently_and_timeline_is_complete() {

@@ -137,13 +137,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofTask for SnapTa
             <Compound<Tree> as CompoundProof<
                 EmptySectorUpdate<Tree>,
                 EmptySectorUpdateCircuit<Tree>,
-            >>::circuit(
-                &self.pub_inputs,
-                (),
-                proof,
-                &self.pub_params,
-                Some(index),
-            )
+            >>::circuit(&self.pub_inputs, (), proof, &self.pub_params, Some(index))
         })
     }
 
