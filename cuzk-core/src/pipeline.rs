@@ -12,6 +12,7 @@ use crate::engine::Shared;
 use crate::finalize::finalize_partition;
 use crate::gpu::Device;
 use crate::job::{Error, JobState, Result};
+use crate::metrics::Phase;
 use crate::prove::prove_on_device;
 use crate::record::Job;
 use crate::synth::Synthesized;
@@ -66,6 +67,9 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
         match result {
             Ok(synth) => {
                 job.add_synthesis(t.elapsed());
+                shared
+                    .metrics
+                    .partition_phase(job.kind, Phase::Synthesis, t.elapsed());
                 tl.emit(
                     "SYNTH_END",
                     &job.id,
@@ -164,6 +168,9 @@ pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
                 ],
             );
             job.add_gpu(elapsed);
+            shared
+                .metrics
+                .partition_phase(job.kind, Phase::Device, elapsed);
             r
         };
         // Assembly and verification need no device: done after the lock is released.
@@ -178,6 +185,9 @@ pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
             let bytes = guarded("finalize", || {
                 finalize_partition(&srs, &msm, inputs.as_deref())
             })?;
+            shared
+                .metrics
+                .partition_phase(job.kind, Phase::Finalize, t.elapsed());
             tl.emit(
                 "FINALIZE_END",
                 &job.id,

@@ -2,8 +2,12 @@
 //! engine, serves cuzk.v1 over TCP (and a Unix socket if asked), and shuts down gracefully on
 //! SIGINT/SIGTERM.
 
+mod auth;
 mod config;
+mod http_metrics;
+mod routes;
 mod service;
+mod tls;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -12,11 +16,12 @@ use clap::Parser;
 use cuzk_core::config::BackendChoice;
 use cuzk_core::Engine;
 use cuzk_proto::v1::proving_engine_server::ProvingEngineServer;
-use cuzk_proto::MAX_MESSAGE_BYTES;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+use tonic::service::Routes;
 use tonic::transport::Server;
 
-use crate::config::DaemonConfig;
+use crate::auth::BearerAuth;
+use crate::config::{DaemonConfig, ExposureFlags};
 use crate::service::ProvingService;
 
 #[derive(Parser, Debug)]
@@ -51,10 +56,12 @@ struct Args {
     /// Print the effective configuration as TOML and exit.
     #[arg(long)]
     print_config: bool,
+    #[command(flatten)]
+    exposure: ExposureFlags,
 }
 
 impl Args {
-    fn apply(&self, c: &mut DaemonConfig) {
+    fn apply(&self, c: &mut DaemonConfig) -> anyhow::Result<()> {
         if let Some(v) = &self.listen {
             c.listen = v.clone();
         }
@@ -76,6 +83,7 @@ impl Args {
         if self.no_verify {
             c.engine.verify_proofs = false;
         }
+        self.exposure.apply(c)
     }
 }
 
@@ -83,7 +91,7 @@ impl Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let mut config = DaemonConfig::load(args.config.as_deref())?;
-    args.apply(&mut config);
+    args.apply(&mut config)?;
     if args.print_config {
         print!("{}", toml::to_string_pretty(&config)?);
         return Ok(());
@@ -96,30 +104,59 @@ async fn main() -> anyhow::Result<()> {
         .init();
 
     let grace = Duration::from_secs(config.shutdown_grace_secs);
+    // Credentials first: a bad file stops the daemon before it loads anything.
+    let token = auth::load_token(config.auth_token_file.as_deref())?;
+    let token_required = token.is_some();
+    let tls = config.tls.as_ref().map(tls::server_tls).transpose()?;
     let engine = Engine::start(config.engine.clone())?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_serving::<ProvingEngineServer<ProvingService>>()
         .await;
-    let proving = || {
-        ProvingEngineServer::new(ProvingService::new(engine.clone()))
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES)
-    };
+    let routes = routes::grpc_routes(&engine, BearerAuth::new(token), Routes::new(health_service))?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
 
+    // Bound before the gRPC listener announces itself, so that whoever waits for that line
+    // finds this one above it.
+    let metrics = if let Some(addr) = &config.metrics_listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("metrics listener on {addr}: {e}"))?;
+        let local = listener.local_addr()?;
+        if !local.ip().is_loopback() {
+            tracing::warn!("metrics served without authentication on non-loopback {local}");
+        }
+        eprintln!("cuzk-daemon metrics on http://{local}/metrics");
+        Some(tokio::spawn(http_metrics::serve(
+            listener,
+            engine.clone(),
+            stop_rx.clone(),
+        )))
+    } else {
+        None
+    };
+
+    let tls_on = tls.is_some();
+    let mut tcp = Server::builder();
+    if let Some(tls) = tls {
+        // This is where rustls parses the key: before the listener announces itself.
+        tcp = tcp
+            .tls_config(tls)
+            .map_err(|e| anyhow::anyhow!("TLS configuration: {e}"))?;
+    }
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await
         .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
+    let local = listener.local_addr()?;
+    warn_if_exposed(local, tls_on, token_required);
     // A fixed-format line that scripts and tests wait for.
-    eprintln!("cuzk-daemon listening on {}", listener.local_addr()?);
-    let tcp = Server::builder()
-        .add_service(health_service.clone())
-        .add_service(proving())
+    eprintln!("cuzk-daemon listening on {local}");
+    let tcp = tcp
+        .add_routes(routes.clone())
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopped(stop_rx.clone()));
     let tcp = tokio::spawn(tcp);
 
@@ -130,8 +167,7 @@ async fn main() -> anyhow::Result<()> {
         restrict_socket(path)?;
         eprintln!("cuzk-daemon listening on unix:{}", path.display());
         let server = Server::builder()
-            .add_service(health_service)
-            .add_service(proving())
+            .add_routes(routes)
             .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped(stop_rx));
         Some(tokio::spawn(server))
     } else {
@@ -147,11 +183,35 @@ async fn main() -> anyhow::Result<()> {
     if let Some(u) = unix {
         u.await??;
     }
+    if let Some(m) = metrics {
+        m.await?;
+    }
     if let Some(path) = &config.unix_socket {
         let _ = std::fs::remove_file(path);
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Proofs, job control and the token itself cross this listener: say loudly when it is
+/// reachable from other machines without TLS or without a token.
+fn warn_if_exposed(addr: std::net::SocketAddr, tls: bool, token: bool) {
+    if addr.ip().is_loopback() {
+        return;
+    }
+    if !tls {
+        tracing::warn!(
+            "INSECURE: listening on non-loopback {addr} without TLS: requests, proofs and any \
+             bearer token cross the network in plaintext (set [tls] cert/key or --tls-cert/--tls-key)"
+        );
+    }
+    if !token {
+        tracing::warn!(
+            "INSECURE: listening on non-loopback {addr} without an auth token: anyone who can \
+             reach it can submit and cancel jobs (set auth_token_file, --auth-token-file or \
+             CUZK_AUTH_TOKEN)"
+        );
+    }
 }
 
 /// Only the owner may talk to the daemon through its socket.

@@ -237,7 +237,9 @@ impl ProvingEngine for ProvingService {
             queues,
             total_proofs_completed: st.completed,
             total_proofs_failed: st.failed,
+            total_proofs_cancelled: st.cancelled,
             uptime_seconds: st.uptime.as_secs(),
+            // No pinned host staging is kept between proofs: nothing to report.
             pinned_memory_bytes: 0,
             pinned_memory_limit_bytes: 0,
             backend: st.backend,
