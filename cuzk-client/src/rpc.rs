@@ -221,3 +221,38 @@ pub fn status_name(status: i32) -> &'static str {
         _ => "unknown",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn contradictory_tls_options_are_refused_before_dialing() {
+        let ca = ConnectOptions {
+            tls_ca: Some("ca.pem".into()),
+            ..Default::default()
+        };
+        let e = connect_with("http://127.0.0.1:1", &ca).await.unwrap_err();
+        assert!(e.to_string().contains("https://"), "{e}");
+        let e = connect_with("unix:/nonexistent.sock", &ca)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("Unix socket"), "{e}");
+        // A CA file that is not there is named.
+        let e = connect_with("127.0.0.1:1", &ca).await.unwrap_err();
+        assert!(e.to_string().contains("ca.pem"), "{e}");
+    }
+
+    #[test]
+    fn token_becomes_a_sensitive_bearer_header() {
+        let mut t = BearerToken::new(Some("abc")).unwrap();
+        let req = t.call(tonic::Request::new(())).unwrap();
+        let v = req.metadata().get("authorization").unwrap();
+        assert_eq!(v.to_str().unwrap(), "Bearer abc");
+        assert!(v.is_sensitive());
+        assert!(BearerToken::new(Some("line\nbreak")).is_err());
+        let mut none = BearerToken::new(None).unwrap();
+        let req = none.call(tonic::Request::new(())).unwrap();
+        assert!(req.metadata().get("authorization").is_none());
+    }
+}

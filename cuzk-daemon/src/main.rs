@@ -107,7 +107,7 @@ async fn main() -> anyhow::Result<()> {
     // Credentials first: a bad file stops the daemon before it loads anything.
     let token = auth::load_token(config.auth_token_file.as_deref())?;
     let token_required = token.is_some();
-    let tls = config.tls.as_ref().map(tls::server_tls).transpose()?;
+    let mut tcp = tls::tcp_server(config.tls.as_ref())?;
     let engine = Engine::start(config.engine.clone())?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health
@@ -140,26 +140,7 @@ async fn main() -> anyhow::Result<()> {
         None
     };
 
-    let tls_on = tls.is_some();
-    let mut tcp = Server::builder();
-    if let Some(tls) = tls {
-        // This is where rustls parses the key: before the listener announces itself.
-        tcp = tcp
-            .tls_config(tls)
-            .map_err(|e| anyhow::anyhow!("TLS configuration: {e}"))?;
-    }
-    let listener = tokio::net::TcpListener::bind(&config.listen)
-        .await
-        .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
-    let local = listener.local_addr()?;
-    warn_if_exposed(local, tls_on, token_required);
-    // A fixed-format line that scripts and tests wait for.
-    eprintln!("cuzk-daemon listening on {local}");
-    let tcp = tcp
-        .add_routes(routes.clone())
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopped(stop_rx.clone()));
-    let tcp = tokio::spawn(tcp);
-
+    // Also ready before the TCP line: when it appears, every listener accepts.
     let unix = if let Some(path) = &config.unix_socket {
         let _ = std::fs::remove_file(path);
         let listener = tokio::net::UnixListener::bind(path)
@@ -167,12 +148,29 @@ async fn main() -> anyhow::Result<()> {
         restrict_socket(path)?;
         eprintln!("cuzk-daemon listening on unix:{}", path.display());
         let server = Server::builder()
-            .add_routes(routes)
-            .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped(stop_rx));
+            .add_routes(routes.clone())
+            .serve_with_incoming_shutdown(
+                UnixListenerStream::new(listener),
+                stopped(stop_rx.clone()),
+            );
         Some(tokio::spawn(server))
     } else {
         None
     };
+
+    let listener = tokio::net::TcpListener::bind(&config.listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
+    let local = listener.local_addr()?;
+    let tls_on = config.tls.is_some();
+    tracing::info!(tls = tls_on, token_required, "gRPC on {local}");
+    warn_if_exposed(local, tls_on, token_required);
+    // A fixed-format line that scripts and tests wait for.
+    eprintln!("cuzk-daemon listening on {local}");
+    let tcp = tcp
+        .add_routes(routes)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopped(stop_rx));
+    let tcp = tokio::spawn(tcp);
 
     shutdown_signal().await;
     tracing::info!("shutting down: admission stopped, waiting up to {grace:?} for running jobs");

@@ -5,11 +5,29 @@
 
 use std::path::Path;
 
-use tonic::transport::{Identity, ServerTlsConfig};
+use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 use crate::config::TlsConfig;
 
-pub fn server_tls(c: &TlsConfig) -> anyhow::Result<ServerTlsConfig> {
+/// The server builder for the TCP listener: with TLS when configured. rustls parses the
+/// key here, so a bad one fails the start, before anything is loaded or announced.
+pub fn tcp_server(tls: Option<&TlsConfig>) -> anyhow::Result<Server> {
+    let builder = Server::builder();
+    let Some(c) = tls else {
+        return Ok(builder);
+    };
+    builder.tls_config(server_tls(c)?).map_err(|e| {
+        // tonic's own message is only "transport error"; the cause is in its source.
+        let cause = std::error::Error::source(&e).map_or_else(String::new, |s| format!(": {s}"));
+        anyhow::anyhow!(
+            "TLS certificate {} with key {}: {e}{cause}",
+            c.cert.display(),
+            c.key.display()
+        )
+    })
+}
+
+fn server_tls(c: &TlsConfig) -> anyhow::Result<ServerTlsConfig> {
     let cert = read_pem(&c.cert, "certificate", "-----BEGIN CERTIFICATE-----")?;
     let key = read_pem(&c.key, "private key", "PRIVATE KEY-----")?;
     Ok(ServerTlsConfig::new().identity(Identity::from_pem(cert, key)))
@@ -41,10 +59,19 @@ mod tests {
             cert: cert.clone(),
             key: key.clone(),
         };
-        let e = server_tls(&c).unwrap_err().to_string();
+        let e = tcp_server(Some(&c)).unwrap_err().to_string();
         assert!(e.contains("cert.pem") && e.contains("CERTIFICATE"), "{e}");
         std::fs::write(&cert, "-----BEGIN CERTIFICATE-----\n").unwrap();
-        let e = server_tls(&c).unwrap_err().to_string();
+        let e = tcp_server(Some(&c)).unwrap_err().to_string();
         assert!(e.contains("key.pem"), "{e}");
+        // Markers present, contents garbage: refused by rustls, with both files named.
+        std::fs::write(
+            &key,
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        let e = tcp_server(Some(&c)).unwrap_err().to_string();
+        assert!(e.contains("cert.pem") && e.contains("key.pem"), "{e}");
+        assert!(tcp_server(None).is_ok());
     }
 }

@@ -13,6 +13,9 @@ use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::HealthCheckRequest;
+use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+use tonic_reflection::pb::v1::ServerReflectionRequest;
 
 /// A fresh CA: its certificate (PEM) and the issuer that signs with its key.
 fn make_ca(name: &str) -> (String, Issuer<'static, KeyPair>) {
@@ -161,7 +164,7 @@ async fn token_guards_every_cuzk_call_but_not_health_on_tcp_and_unix() {
         .connect()
         .await
         .unwrap();
-    let health = HealthClient::new(channel)
+    let health = HealthClient::new(channel.clone())
         .check(HealthCheckRequest {
             service: "cuzk.v1.ProvingEngine".into(),
         })
@@ -169,6 +172,20 @@ async fn token_guards_every_cuzk_call_but_not_health_on_tcp_and_unix() {
         .unwrap()
         .into_inner();
     assert_eq!(health.status, ServingStatus::Serving as i32);
+    // So does reflection: it describes the public API, nothing more.
+    let mut reflection = ServerReflectionClient::new(channel);
+    let list = reflection
+        .server_reflection_info(tokio_stream::iter([ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        }]))
+        .await
+        .expect("reflection answers without a token")
+        .into_inner()
+        .message()
+        .await
+        .unwrap();
+    assert!(list.is_some());
 
     // The right token: a proof completes over TCP, and the Unix socket sees it.
     let mut c = rpc::connect_with(&addr, &with_token("correct-horse-battery"))
