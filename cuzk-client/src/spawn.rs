@@ -41,6 +41,9 @@ impl SpawnedDaemon {
             .arg("--listen")
             .arg("127.0.0.1:0")
             .args(args)
+            // Our own daemon on loopback: a token in the caller's environment is meant for
+            // some other daemon, and our client does not send it.
+            .env_remove("CUZK_AUTH_TOKEN")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -8,6 +8,7 @@ mod http_metrics;
 mod routes;
 mod service;
 mod tls;
+mod unix_socket;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -142,10 +143,7 @@ async fn main() -> anyhow::Result<()> {
 
     // Also ready before the TCP line: when it appears, every listener accepts.
     let unix = if let Some(path) = &config.unix_socket {
-        let _ = std::fs::remove_file(path);
-        let listener = tokio::net::UnixListener::bind(path)
-            .map_err(|e| anyhow::anyhow!("binding {}: {e}", path.display()))?;
-        restrict_socket(path)?;
+        let listener = unix_socket::bind_private(path)?;
         eprintln!("cuzk-daemon listening on unix:{}", path.display());
         let server = Server::builder()
             .add_routes(routes.clone())
@@ -210,13 +208,6 @@ fn warn_if_exposed(addr: std::net::SocketAddr, tls: bool, token: bool) {
              CUZK_AUTH_TOKEN)"
         );
     }
-}
-
-/// Only the owner may talk to the daemon through its socket.
-fn restrict_socket(path: &std::path::Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(())
 }
 
 async fn shutdown_signal() {
