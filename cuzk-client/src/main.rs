@@ -154,12 +154,30 @@ impl JobArgs {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    let tls = cli.tls_ca.is_some() || cli.addr.starts_with("https://");
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            let msg = format!("{e:#}");
+            eprintln!("error: {msg}");
+            if let Some(hint) = tls_mismatch_hint(&msg, tls) {
+                eprintln!("hint: {hint}");
+            }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A plaintext client talking to a TLS listener (or the reverse) sees only a protocol error;
+/// name the likely cause.
+fn tls_mismatch_hint(msg: &str, tls: bool) -> Option<&'static str> {
+    let any = |needles: &[&str]| needles.iter().any(|n| msg.contains(n));
+    if !tls && any(&["connection closed", "FRAME_SIZE_ERROR", "h2 protocol error"]) {
+        Some("if the daemon serves TLS, pass --tls-ca PEM or an https:// address")
+    } else if tls && any(&["InvalidContentType", "CorruptMessage", "corrupt message"]) {
+        Some("the daemon does not seem to serve TLS: drop --tls-ca and use host:port")
+    } else {
+        None
     }
 }
 

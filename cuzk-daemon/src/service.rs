@@ -239,7 +239,8 @@ impl ProvingEngine for ProvingService {
             total_proofs_failed: st.failed,
             total_proofs_cancelled: st.cancelled,
             uptime_seconds: st.uptime.as_secs(),
-            // No pinned host staging is kept between proofs: nothing to report.
+            // Not carried up from the kernels crate yet (its NTT keeps two pinned 32 MiB
+            // staging buffers per CUDA device once used).
             pinned_memory_bytes: 0,
             pinned_memory_limit_bytes: 0,
             backend: st.backend,
