@@ -19,7 +19,7 @@ use cuzk_proto::v1 as pb;
     about = "Client for the cuzk proving daemon"
 )]
 struct Cli {
-    /// Daemon address: host:port, http://host:port or unix:/path.
+    /// Daemon address: host:port, http://host:port, https://host:port or unix:/path.
     #[arg(
         long,
         global = true,
@@ -30,6 +30,15 @@ struct Cli {
     /// Machine-readable output.
     #[arg(long, global = true)]
     json: bool,
+    /// Trust this CA certificate (PEM) for the daemon's TLS certificate; implies TLS.
+    #[arg(long, global = true, value_name = "PEM")]
+    tls_ca: Option<PathBuf>,
+    /// The name the daemon's certificate must carry, when not the address's host.
+    #[arg(long, global = true, value_name = "NAME")]
+    tls_domain: Option<String>,
+    /// File holding the daemon's bearer token (else $CUZK_AUTH_TOKEN).
+    #[arg(long, global = true, value_name = "FILE")]
+    token_file: Option<PathBuf>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -145,17 +154,40 @@ impl JobArgs {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    let tls = cli.tls_ca.is_some() || cli.addr.starts_with("https://");
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            let msg = format!("{e:#}");
+            eprintln!("error: {msg}");
+            if let Some(hint) = tls_mismatch_hint(&msg, tls) {
+                eprintln!("hint: {hint}");
+            }
             ExitCode::FAILURE
         }
     }
 }
 
+/// A plaintext client talking to a TLS listener (or the reverse) sees only a protocol error;
+/// name the likely cause.
+fn tls_mismatch_hint(msg: &str, tls: bool) -> Option<&'static str> {
+    let any = |needles: &[&str]| needles.iter().any(|n| msg.contains(n));
+    if !tls && any(&["connection closed", "FRAME_SIZE_ERROR", "h2 protocol error"]) {
+        Some("if the daemon serves TLS, pass --tls-ca PEM or an https:// address")
+    } else if tls && any(&["InvalidContentType", "CorruptMessage", "corrupt message"]) {
+        Some("the daemon does not seem to serve TLS: drop --tls-ca and use host:port")
+    } else {
+        None
+    }
+}
+
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let json = cli.json;
+    let connect = rpc::ConnectOptions {
+        tls_ca: cli.tls_ca.clone(),
+        tls_domain: cli.tls_domain.clone(),
+        token: rpc::ConnectOptions::read_token(cli.token_file.as_deref())?,
+    };
     match cli.cmd {
         Cmd::Waterfall(a) => {
             let report = waterfall::run(&a)?;
@@ -163,7 +195,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Cmd::Demo(a) => return demo::run(&a).await.map(|_| ExitCode::SUCCESS),
-        Cmd::Bench(a) => {
+        Cmd::Bench(mut a) => {
+            a.connect = connect;
             let rows = bench::run(&a, &cli.addr, json).await?;
             let failed: usize = rows.iter().map(|r| r.failed).sum();
             return Ok(if failed == 0 {
@@ -182,7 +215,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    let mut client = rpc::connect(&cli.addr).await?;
+    let mut client = rpc::connect_with(&cli.addr, &connect).await?;
     match cli.cmd {
         Cmd::Submit(a) => {
             let r = client.submit_proof(a.request()?).await?.into_inner();
@@ -362,6 +395,7 @@ fn print_status(s: &pb::GetStatusResponse, json: bool) {
             "uptime_seconds": s.uptime_seconds,
             "completed": s.total_proofs_completed,
             "failed": s.total_proofs_failed,
+            "cancelled": s.total_proofs_cancelled,
             "gpus": s.gpus.iter().map(|g| serde_json::json!({
                 "ordinal": g.ordinal, "name": g.name, "vram_total": g.vram_total_bytes,
                 "vram_free": g.vram_free_bytes, "current_job": g.current_job_id, "current_kind": g.current_proof_kind,
@@ -377,8 +411,12 @@ fn print_status(s: &pb::GetStatusResponse, json: bool) {
         return;
     }
     println!(
-        "backend {}  uptime {} s  completed {}  failed {}",
-        s.backend, s.uptime_seconds, s.total_proofs_completed, s.total_proofs_failed
+        "backend {}  uptime {} s  completed {}  failed {}  cancelled {}",
+        s.backend,
+        s.uptime_seconds,
+        s.total_proofs_completed,
+        s.total_proofs_failed,
+        s.total_proofs_cancelled
     );
     for g in &s.gpus {
         println!(

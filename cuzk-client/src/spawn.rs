@@ -65,6 +65,9 @@ impl SpawnedDaemon {
             .arg("127.0.0.1:0")
             .args(&own_data_dir)
             .args(args)
+            // Our own daemon on loopback: a token in the caller's environment is meant for
+            // some other daemon, and our client does not send it.
+            .env_remove("CUZK_AUTH_TOKEN")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -109,6 +109,7 @@ pub struct EngineStatus {
     pub queues: Vec<QueueCounts>,
     pub completed: u64,
     pub failed: u64,
+    pub cancelled: u64,
     pub uptime: Duration,
 }
 
@@ -420,7 +421,7 @@ impl Engine {
                 }
             })
             .collect();
-        let (completed, failed) = s.metrics.totals();
+        let (completed, failed, cancelled) = s.metrics.totals();
         EngineStatus {
             backend: s.devices.first().map_or_else(String::new, |d| {
                 if d.label == "cpu" {
@@ -434,6 +435,7 @@ impl Engine {
             queues,
             completed,
             failed,
+            cancelled,
             uptime: s.started.elapsed(),
         }
     }

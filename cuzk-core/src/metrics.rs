@@ -1,6 +1,7 @@
-//! Prometheus metrics through prometheus-client: jobs by kind and outcome, job durations,
-//! and gauges (queue depth, device busy time, parameter memory) refreshed from the engine's
-//! status at each scrape.
+//! Prometheus metrics through prometheus-client: jobs by kind and outcome, job and
+//! per-partition phase durations, and values refreshed from the engine's status at each
+//! scrape (queue depth, device busy time and memory, parameter memory, uptime). GetMetrics
+//! and the daemon's HTTP `/metrics` both render this one registry.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -29,6 +30,33 @@ struct KindStatusLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindPhaseLabel {
+    kind: String,
+    phase: &'static str,
+}
+
+/// The per-partition stages timed by `partition_phase_seconds`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Circuit synthesis on a CPU worker.
+    Synthesis,
+    /// H polynomial and MSMs under the device lock.
+    Device,
+    /// Proof assembly and self-verification.
+    Finalize,
+}
+
+impl Phase {
+    fn as_str(self) -> &'static str {
+        match self {
+            Phase::Synthesis => "synthesis",
+            Phase::Device => "device",
+            Phase::Finalize => "finalize",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct QueueLabel {
     kind: String,
     state: String,
@@ -49,12 +77,17 @@ pub struct Metrics {
     submitted: Family<KindLabel, Counter>,
     finished: Family<KindStatusLabel, Counter>,
     duration: Family<KindLabel, Histogram>,
+    phase_duration: Family<KindPhaseLabel, Histogram>,
     queue: Family<QueueLabel, Gauge>,
-    device_busy_ms: Family<DeviceLabel, Gauge>,
+    device_busy: Family<DeviceLabel, Counter<f64, AtomicU64>>,
+    device_memory_total: Family<DeviceLabel, Gauge>,
+    device_memory_used: Family<DeviceLabel, Gauge>,
     srs_bytes: Family<SrsLabel, Gauge>,
+    srs_bytes_all: Gauge,
     uptime: Gauge,
     completed: AtomicU64,
     failed: AtomicU64,
+    cancelled: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -73,12 +106,21 @@ impl Metrics {
             duration: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.01, 2.0, 18))
             }),
+            // 1 ms .. ~35 min: a 2^10 synthetic partition and a 32 GiB PoRep partition on
+            // a slow CPU both land inside.
+            phase_duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.001, 2.0, 22))
+            }),
             queue: Family::default(),
-            device_busy_ms: Family::default(),
+            device_busy: Family::default(),
+            device_memory_total: Family::default(),
+            device_memory_used: Family::default(),
             srs_bytes: Family::default(),
+            srs_bytes_all: Gauge::default(),
             uptime: Gauge::default(),
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            cancelled: AtomicU64::new(0),
         };
         {
             let mut r = m.registry.lock();
@@ -93,16 +135,36 @@ impl Metrics {
                 "Submission to end, seconds",
                 m.duration.clone(),
             );
+            r.register(
+                "partition_phase_seconds",
+                "Time of one partition in a stage (synthesis, device, finalize), seconds",
+                m.phase_duration.clone(),
+            );
             r.register("queue_jobs", "Jobs pending or in progress", m.queue.clone());
             r.register(
-                "device_busy_milliseconds",
-                "Time each device spent proving",
-                m.device_busy_ms.clone(),
+                "device_busy_seconds",
+                "Time each device spent proving (holding its lock), seconds",
+                m.device_busy.clone(),
+            );
+            r.register(
+                "device_memory_total_bytes",
+                "GPU memory of each CUDA device",
+                m.device_memory_total.clone(),
+            );
+            r.register(
+                "device_memory_used_bytes",
+                "GPU memory in use on each CUDA device (all processes)",
+                m.device_memory_used.clone(),
             );
             r.register(
                 "srs_resident_bytes",
-                "Parameter sets in memory",
+                "Bytes of each parameter set in memory",
                 m.srs_bytes.clone(),
+            );
+            r.register(
+                "srs_resident_bytes_all",
+                "Bytes of all parameter sets in memory",
+                m.srs_bytes_all.clone(),
             );
             r.register(
                 "uptime_seconds",
@@ -135,20 +197,36 @@ impl Metrics {
         match status {
             "completed" => self.completed.fetch_add(1, Ordering::Relaxed),
             "failed" => self.failed.fetch_add(1, Ordering::Relaxed),
+            "cancelled" => self.cancelled.fetch_add(1, Ordering::Relaxed),
             _ => 0,
         };
     }
 
-    /// (completed, failed) since start.
-    pub fn totals(&self) -> (u64, u64) {
+    /// One partition spent `took` in `phase`.
+    pub fn partition_phase(&self, kind: ProofKind, phase: Phase, took: Duration) {
+        self.phase_duration
+            .get_or_create(&KindPhaseLabel {
+                kind: kind.to_string(),
+                phase: phase.as_str(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// (completed, failed, cancelled) since start.
+    pub fn totals(&self) -> (u64, u64, u64) {
         (
             self.completed.load(Ordering::Relaxed),
             self.failed.load(Ordering::Relaxed),
+            self.cancelled.load(Ordering::Relaxed),
         )
     }
 
-    /// The text exposition, with gauges refreshed from `status`.
+    /// The text exposition (OpenMetrics text, which Prometheus reads), with the values that
+    /// mirror engine state refreshed from `status`.
     pub fn render(&self, status: &EngineStatus) -> String {
+        // Held for the whole refresh: the busy counters are advanced by difference, and two
+        // concurrent scrapes must not both add the same difference.
+        let registry = self.registry.lock();
         for q in &status.queues {
             let kind = q.kind.to_string();
             self.queue
@@ -165,12 +243,26 @@ impl Metrics {
                 .set(q.in_progress as i64);
         }
         for d in &status.devices {
-            self.device_busy_ms
-                .get_or_create(&DeviceLabel {
-                    device: d.label.clone(),
-                })
-                .set((d.busy_seconds * 1e3) as i64);
+            let label = DeviceLabel {
+                device: d.label.clone(),
+            };
+            // A counter only goes up: advance it to the device's running total.
+            let busy = self.device_busy.get_or_create(&label);
+            let delta = d.busy_seconds - busy.get();
+            if delta > 0.0 {
+                busy.inc_by(delta);
+            }
+            // The CPU device has no memory figures; a CUDA device reports both.
+            if d.vram_total > 0 {
+                self.device_memory_total
+                    .get_or_create(&label)
+                    .set(d.vram_total as i64);
+                self.device_memory_used
+                    .get_or_create(&label)
+                    .set(d.vram_total.saturating_sub(d.vram_free) as i64);
+            }
         }
+        // Evicted sets disappear from the exposition rather than linger at their last size.
         self.srs_bytes.clear();
         for s in &status.srs {
             self.srs_bytes
@@ -179,9 +271,11 @@ impl Metrics {
                 })
                 .set(s.size_bytes as i64);
         }
+        self.srs_bytes_all
+            .set(status.srs.iter().map(|s| s.size_bytes).sum::<u64>() as i64);
         self.uptime.set(status.uptime.as_secs() as i64);
         let mut out = String::new();
-        encode(&mut out, &self.registry.lock()).expect("encoding to a String cannot fail");
+        encode(&mut out, &registry).expect("encoding to a String cannot fail");
         out
     }
 }

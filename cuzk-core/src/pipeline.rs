@@ -21,6 +21,7 @@ use crate::engine::Shared;
 use crate::finalize::finalize_partition;
 use crate::gpu::Device;
 use crate::job::{Error, JobState, Result};
+use crate::metrics::Phase;
 use crate::prove::{prove_on_device, ProveError};
 use crate::record::Job;
 use crate::synth::Synthesized;
@@ -113,6 +114,9 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
             }
         };
         job.add_synthesis(t.elapsed());
+        shared
+            .metrics
+            .partition_phase(job.kind, Phase::Synthesis, t.elapsed());
         tl.emit(
             "SYNTH_END",
             &job.id,
@@ -305,6 +309,9 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
             ],
         );
         job.add_gpu(elapsed);
+        shared
+            .metrics
+            .partition_phase(job.kind, Phase::Device, elapsed);
         r?
     };
     // The partition's memory is not needed for assembly: give it back before the CPU work.
@@ -330,6 +337,9 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
         finalize_partition(&srs, &msm, inputs.as_deref())
     })
     .map_err(Failure::Job)?;
+    shared
+        .metrics
+        .partition_phase(job.kind, Phase::Finalize, t.elapsed());
     tl.emit(
         "FINALIZE_END",
         &job.id,

@@ -15,7 +15,22 @@ pub struct DaemonConfig {
     pub unix_socket: Option<PathBuf>,
     /// Seconds SIGTERM waits for running jobs before exiting.
     pub shutdown_grace_secs: u64,
+    /// A file holding the shared bearer token every cuzk.v1 call must present (else the
+    /// CUZK_AUTH_TOKEN environment variable; else no token is required).
+    pub auth_token_file: Option<PathBuf>,
+    /// Serve Prometheus metrics over plain HTTP at http://<this>/metrics (off when unset).
+    pub metrics_listen: Option<String>,
+    /// TLS for the TCP listener (the Unix socket stays plaintext: it is local and 0600).
+    pub tls: Option<TlsConfig>,
     pub engine: EngineConfig,
+}
+
+/// `[tls]`: the server's certificate chain and private key, PEM files.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 impl Default for DaemonConfig {
@@ -24,8 +39,60 @@ impl Default for DaemonConfig {
             listen: "127.0.0.1:9820".into(),
             unix_socket: None,
             shutdown_grace_secs: 30,
+            auth_token_file: None,
+            metrics_listen: None,
+            tls: None,
             engine: EngineConfig::default(),
         }
+    }
+}
+
+/// Flags for the security and observability keys above, flattened into the daemon's
+/// command line; each overrides its key in the file.
+#[derive(clap::Args, Debug, Default)]
+pub struct ExposureFlags {
+    /// TLS certificate chain (PEM) for the TCP listener; needs --tls-key.
+    #[arg(long)]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM) for the TCP listener; needs --tls-cert.
+    #[arg(long)]
+    pub tls_key: Option<PathBuf>,
+    /// File holding the bearer token every cuzk.v1 call must present (else $CUZK_AUTH_TOKEN).
+    #[arg(long)]
+    pub auth_token_file: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9821.
+    #[arg(long)]
+    pub metrics_listen: Option<String>,
+}
+
+impl ExposureFlags {
+    pub fn apply(&self, c: &mut DaemonConfig) -> anyhow::Result<()> {
+        match (&self.tls_cert, &self.tls_key, &mut c.tls) {
+            (None, None, _) => {}
+            (Some(cert), Some(key), tls) => {
+                *tls = Some(TlsConfig {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                })
+            }
+            // One flag replaces its half of a [tls] section from the file.
+            (cert, key, Some(tls)) => {
+                if let Some(cert) = cert {
+                    tls.cert = cert.clone();
+                }
+                if let Some(key) = key {
+                    tls.key = key.clone();
+                }
+            }
+            (_, _, None) => anyhow::bail!("--tls-cert and --tls-key go together"),
+        }
+        if let Some(v) = &self.auth_token_file {
+            c.auth_token_file = Some(v.clone());
+        }
+        if let Some(v) = &self.metrics_listen {
+            c.metrics_listen = Some(v.clone());
+        }
+        Ok(())
     }
 }
 
@@ -52,5 +119,36 @@ mod tests {
             toml::from_str("listen = \"127.0.0.1:1\"\n[engine]\nmax_queued_jobs = 3\n").unwrap();
         assert_eq!(c.engine.max_queued_jobs, 3);
         assert!(toml::from_str::<DaemonConfig>("[engine]\nnope = 1").is_err());
+    }
+
+    #[test]
+    fn security_and_metrics_keys() {
+        let c: DaemonConfig = toml::from_str(
+            "auth_token_file = \"/etc/cuzk/token\"\nmetrics_listen = \"127.0.0.1:9821\"\n\
+             [tls]\ncert = \"c.pem\"\nkey = \"k.pem\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.auth_token_file.unwrap(), PathBuf::from("/etc/cuzk/token"));
+        assert_eq!(c.metrics_listen.as_deref(), Some("127.0.0.1:9821"));
+        assert_eq!(c.tls.unwrap().key, PathBuf::from("k.pem"));
+        // Half a TLS section is an error, not a silent plaintext listener.
+        assert!(toml::from_str::<DaemonConfig>("[tls]\ncert = \"c.pem\"\n").is_err());
+    }
+
+    #[test]
+    fn tls_flags_need_both_halves_unless_the_file_has_tls() {
+        let half = ExposureFlags {
+            tls_cert: Some("c.pem".into()),
+            ..Default::default()
+        };
+        assert!(half.apply(&mut DaemonConfig::default()).is_err());
+        let mut c: DaemonConfig =
+            toml::from_str("[tls]\ncert = \"old.pem\"\nkey = \"k.pem\"\n").unwrap();
+        half.apply(&mut c).unwrap();
+        let tls = c.tls.unwrap();
+        assert_eq!(
+            (tls.cert.to_str(), tls.key.to_str()),
+            (Some("c.pem"), Some("k.pem"))
+        );
     }
 }

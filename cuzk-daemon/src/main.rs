@@ -2,8 +2,13 @@
 //! engine, serves cuzk.v1 over TCP (and a Unix socket if asked), and shuts down gracefully on
 //! SIGINT/SIGTERM.
 
+mod auth;
 mod config;
+mod http_metrics;
+mod routes;
 mod service;
+mod tls;
+mod unix_socket;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -13,11 +18,12 @@ use cuzk_core::config::BackendChoice;
 use cuzk_core::engine::TestHooks;
 use cuzk_core::Engine;
 use cuzk_proto::v1::proving_engine_server::ProvingEngineServer;
-use cuzk_proto::MAX_MESSAGE_BYTES;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+use tonic::service::Routes;
 use tonic::transport::Server;
 
-use crate::config::DaemonConfig;
+use crate::auth::BearerAuth;
+use crate::config::{DaemonConfig, ExposureFlags};
 use crate::service::ProvingService;
 
 #[derive(Parser, Debug)]
@@ -56,10 +62,12 @@ struct Args {
     /// Print the effective configuration as TOML and exit.
     #[arg(long)]
     print_config: bool,
+    #[command(flatten)]
+    exposure: ExposureFlags,
 }
 
 impl Args {
-    fn apply(&self, c: &mut DaemonConfig) {
+    fn apply(&self, c: &mut DaemonConfig) -> anyhow::Result<()> {
         if let Some(v) = &self.listen {
             c.listen = v.clone();
         }
@@ -84,6 +92,7 @@ impl Args {
         if self.no_verify {
             c.engine.verify_proofs = false;
         }
+        self.exposure.apply(c)
     }
 }
 
@@ -91,7 +100,7 @@ impl Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let mut config = DaemonConfig::load(args.config.as_deref())?;
-    args.apply(&mut config);
+    args.apply(&mut config)?;
     if args.print_config {
         print!("{}", toml::to_string_pretty(&config)?);
         return Ok(());
@@ -104,6 +113,10 @@ async fn main() -> anyhow::Result<()> {
         .init();
 
     let grace = Duration::from_secs(config.shutdown_grace_secs);
+    // Credentials first: a bad file stops the daemon before it loads anything.
+    let token = auth::load_token(config.auth_token_file.as_deref())?;
+    let token_required = token.is_some();
+    let mut tcp = tls::tcp_server(config.tls.as_ref())?;
     // Test-only fault/delay injection (CUZK_TEST_HOOKS; see cuzk-core's test_hooks.rs).
     let hooks = TestHooks::from_env().map_err(|e| anyhow::anyhow!(e))?;
     let engine = Engine::start_with_hooks(config.engine.clone(), hooks)?;
@@ -111,42 +124,61 @@ async fn main() -> anyhow::Result<()> {
     health
         .set_serving::<ProvingEngineServer<ProvingService>>()
         .await;
-    let proving = || {
-        ProvingEngineServer::new(ProvingService::new(engine.clone()))
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES)
-    };
+    let routes = routes::grpc_routes(&engine, BearerAuth::new(token), Routes::new(health_service))?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
 
-    let listener = tokio::net::TcpListener::bind(&config.listen)
-        .await
-        .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
-    // A fixed-format line that scripts and tests wait for.
-    eprintln!("cuzk-daemon listening on {}", listener.local_addr()?);
-    let tcp = Server::builder()
-        .add_service(health_service.clone())
-        .add_service(proving())
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopped(stop_rx.clone()));
-    let tcp = tokio::spawn(tcp);
+    // Bound before the gRPC listener announces itself, so that whoever waits for that line
+    // finds this one above it.
+    let metrics = if let Some(addr) = &config.metrics_listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("metrics listener on {addr}: {e}"))?;
+        let local = listener.local_addr()?;
+        if !local.ip().is_loopback() {
+            tracing::warn!("metrics served without authentication on non-loopback {local}");
+        }
+        eprintln!("cuzk-daemon metrics on http://{local}/metrics");
+        Some(tokio::spawn(http_metrics::serve(
+            listener,
+            engine.clone(),
+            stop_rx.clone(),
+        )))
+    } else {
+        None
+    };
 
+    // Also ready before the TCP line: when it appears, every listener accepts.
     let unix = if let Some(path) = &config.unix_socket {
-        let _ = std::fs::remove_file(path);
-        let listener = tokio::net::UnixListener::bind(path)
-            .map_err(|e| anyhow::anyhow!("binding {}: {e}", path.display()))?;
-        restrict_socket(path)?;
+        let listener = unix_socket::bind_private(path)?;
         eprintln!("cuzk-daemon listening on unix:{}", path.display());
         let server = Server::builder()
-            .add_service(health_service)
-            .add_service(proving())
-            .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped(stop_rx));
+            .add_routes(routes.clone())
+            .serve_with_incoming_shutdown(
+                UnixListenerStream::new(listener),
+                stopped(stop_rx.clone()),
+            );
         Some(tokio::spawn(server))
     } else {
         None
     };
+
+    let listener = tokio::net::TcpListener::bind(&config.listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
+    let local = listener.local_addr()?;
+    let tls_on = config.tls.is_some();
+    tracing::info!(tls = tls_on, token_required, "gRPC on {local}");
+    warn_if_exposed(local, tls_on, token_required);
+    // A fixed-format line that scripts and tests wait for.
+    eprintln!("cuzk-daemon listening on {local}");
+    let tcp = tcp
+        .add_routes(routes)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopped(stop_rx));
+    let tcp = tokio::spawn(tcp);
 
     shutdown_signal().await;
     tracing::info!(
@@ -161,6 +193,9 @@ async fn main() -> anyhow::Result<()> {
     if let Some(u) = unix {
         u.await??;
     }
+    if let Some(m) = metrics {
+        m.await?;
+    }
     if let Some(path) = &config.unix_socket {
         let _ = std::fs::remove_file(path);
     }
@@ -168,11 +203,25 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Only the owner may talk to the daemon through its socket.
-fn restrict_socket(path: &std::path::Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(())
+/// Proofs, job control and the token itself cross this listener: say loudly when it is
+/// reachable from other machines without TLS or without a token.
+fn warn_if_exposed(addr: std::net::SocketAddr, tls: bool, token: bool) {
+    if addr.ip().is_loopback() {
+        return;
+    }
+    if !tls {
+        tracing::warn!(
+            "INSECURE: listening on non-loopback {addr} without TLS: requests, proofs and any \
+             bearer token cross the network in plaintext (set [tls] cert/key or --tls-cert/--tls-key)"
+        );
+    }
+    if !token {
+        tracing::warn!(
+            "INSECURE: listening on non-loopback {addr} without an auth token: anyone who can \
+             reach it can submit and cancel jobs (set auth_token_file, --auth-token-file or \
+             CUZK_AUTH_TOKEN)"
+        );
+    }
 }
 
 async fn shutdown_signal() {

@@ -237,7 +237,10 @@ impl ProvingEngine for ProvingService {
             queues,
             total_proofs_completed: st.completed,
             total_proofs_failed: st.failed,
+            total_proofs_cancelled: st.cancelled,
             uptime_seconds: st.uptime.as_secs(),
+            // Not carried up from the kernels crate yet (its NTT keeps two pinned 32 MiB
+            // staging buffers per CUDA device once used).
             pinned_memory_bytes: 0,
             pinned_memory_limit_bytes: 0,
             backend: st.backend,

@@ -33,6 +33,9 @@ const PROOF_BYTES: usize = 192;
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
+    /// TLS and token for a daemon of its own (the client's global flags; unused with --spawn).
+    #[arg(skip)]
+    pub connect: rpc::ConnectOptions,
     /// Proofs per concurrency level.
     #[arg(short = 'c', long, default_value_t = 8)]
     pub count: usize,
@@ -121,7 +124,13 @@ pub async fn run(args: &BenchArgs, addr: &str, json: bool) -> anyhow::Result<Vec
         .as_ref()
         .map_or(addr, |d| d.addr.as_str())
         .to_string();
-    let sweep = sweep(args, &request, &addr).await;
+    // A spawned daemon is ours, plaintext on loopback, without a token.
+    let connect = if daemon.is_some() {
+        rpc::ConnectOptions::default()
+    } else {
+        args.connect.clone()
+    };
+    let sweep = sweep(args, &request, &addr, &connect).await;
     if let Some(d) = daemon {
         // Stopped before reading the log, so that every TIMELINE line has been written.
         d.stop().await?;
@@ -224,8 +233,9 @@ async fn sweep(
     args: &BenchArgs,
     request: &KindRequest,
     addr: &str,
+    connect: &rpc::ConnectOptions,
 ) -> anyhow::Result<Vec<(usize, Vec<Outcome>)>> {
-    let client = rpc::connect(addr).await?;
+    let client = rpc::connect_with(addr, connect).await?;
     let mut seed = 0u64;
     if args.warmup > 0 {
         eprintln!("warm-up: {} proof(s)", args.warmup);
