@@ -25,7 +25,7 @@ sweep() {
     local cfg="$OUT/$name.toml" addr="127.0.0.1:$port"
     printf 'listen = "%s"\n[engine]\ndevices = %s\nsynthesis_workers = %s\nparam_dir = "%s"\n' \
         "$addr" "$devices" "$WORKERS" "$PARAMS" >"$cfg"
-    "$BIN/cuzk-daemon" --config "$cfg" 2>"$OUT/$name.daemon.log" &
+    "$BIN/cuzk-daemon" --config "$cfg" --data-dir "$OUT/data-$name" 2>"$OUT/$name.daemon.log" &
     local daemon=$!
     for _ in $(seq 100); do
         "$BIN/cuzk-client" --addr "$addr" status >/dev/null 2>&1 && break
