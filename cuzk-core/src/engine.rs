@@ -16,7 +16,7 @@ use crate::job::{Error, JobId, JobState, Priority, ProofKind, Result, SubmitRequ
 use crate::journal::{now_unix_ms, JobEntry, Journal, Recovered};
 use crate::kinds::build_task;
 use crate::metrics::Metrics;
-use crate::pipeline::{self, PartitionWork, SynthesizedWork};
+use crate::pipeline::{self, PartitionWork, ProvenWork, SynthesizedWork};
 use crate::queue::PriorityQueue;
 use crate::record::{Job, JobOutcome};
 use crate::srs::{SrsCache, SrsStatus};
@@ -37,6 +37,7 @@ pub struct Shared {
     pub memory: Arc<MemoryBudget>,
     pub synth_queue: PriorityQueue<PartitionWork>,
     pub prove_queue: PriorityQueue<SynthesizedWork>,
+    pub finalize_queue: PriorityQueue<ProvenWork>,
     pub test_hooks: TestHooks,
     /// Partitions out of the synthesis queue and not yet done (see `pipeline::InFlight`):
     /// what a graceful shutdown waits for.
@@ -154,6 +155,7 @@ impl Engine {
             // Admission bounds jobs itself; partitions of admitted jobs always fit.
             synth_queue: PriorityQueue::new(usize::MAX),
             prove_queue: PriorityQueue::new(config.max_synthesized_partitions),
+            finalize_queue: PriorityQueue::new(usize::MAX),
             test_hooks,
             in_flight: Arc::new(AtomicUsize::new(0)),
             journal,
@@ -182,6 +184,13 @@ impl Engine {
             let (s, d) = (shared.clone(), dev.clone());
             spawn(&format!("prove-{}", dev.label), move || {
                 pipeline::device_worker(s, d)
+            });
+        }
+        // Two per device: finalizing (~40 ms at 2^18) must keep pace with a device (~75 ms).
+        for w in 0..(2 * shared.devices.len()).max(2) {
+            let s = shared.clone();
+            spawn(&format!("finalize-{w}"), move || {
+                pipeline::finalize_worker(s)
             });
         }
         let weak = Arc::downgrade(&shared);
@@ -367,6 +376,7 @@ impl Engine {
         if cancelled {
             s.synth_queue.remove_where(|w| w.job.id == job.id);
             s.prove_queue.remove_where(|w| w.job.id == job.id);
+            s.finalize_queue.remove_where(|w| w.job.id == job.id);
         }
         Ok(was_running)
     }
@@ -662,6 +672,7 @@ impl Shared {
             // Its other partitions would only be skipped later; free their memory now.
             self.synth_queue.remove_where(|w| w.job.id == job.id);
             self.prove_queue.remove_where(|w| w.job.id == job.id);
+            self.finalize_queue.remove_where(|w| w.job.id == job.id);
         }
     }
 
