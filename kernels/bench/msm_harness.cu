@@ -310,8 +310,8 @@ static std::vector<uint32_t> parse_list(const char* s) {
 #define G1_VARIANTS                                        \
     V(1, 3, "cios rolled, 3 blk/SM")                       \
     V(fp_t::FAST_U, 3, "crate: fios unrolled, 3 blk/SM")   \
-    V(104, 3, "fios 4 rows, 3 blk/SM")                     \
-    V(fp_t::FAST_U, 2, "fios unrolled, 2 blk/SM")
+    V(fp_t::FIOS_SQR, 3, "fios + square, 3 blk/SM")        \
+    V(fp_t::FIOS_SQR, 4, "fios + square, 4 blk/SM")
 #define G2_VARIANTS                                        \
     V(1, 1, "cios rolled (old crate)")                     \
     V(fp2_t::FAST_U, 1, "crate: fios unrolled call")
