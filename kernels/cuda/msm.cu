@@ -45,9 +45,10 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
     scan_add(out, n, block_tot);
 }
 
-// ACC_BLOCKS: blocks of 128 the bucket kernel is built to fit per SM (register cap). G1 at
-// 4 (128 registers, a few bytes of spill outside the loop) measured 159.5 ms against 161.2 ms
-// at 3 (160 registers) for the G1 2^24 bucket pass; G2 needs 252 registers, so 1.
+// ACC_BLOCKS: blocks of 128 the bucket kernel is built to fit per SM (register cap). With the
+// unrolled FIOS product G1 at 3 (168 registers, no spill) measured 97.2 ms against 99.5 ms at
+// 4 (128 registers, 36 B of spill) for the G1 2^24 bucket pass (kernels/bench/msm_harness.cu);
+// G2 needs ~252 registers, so 1. The host sizes its segments from the kernel's occupancy.
 #define CUZK_MSM_GROUP(G, F, ACC_BLOCKS)                                                       \
     __global__ void __launch_bounds__(128, ACC_BLOCKS) msm_accumulate_##G(                                 \
         const affine_t<F>* points, const uint32_t* sorted, const uint32_t* offsets,            \
@@ -75,7 +76,7 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
         xyzz_to_jacobian<F>(in, out, n);                                                       \
     }
 
-CUZK_MSM_GROUP(g1, fp_t, 4)
+CUZK_MSM_GROUP(g1, fp_t, 3)
 
 
 CUZK_MSM_GROUP(g2, fp2_t, 1)

@@ -48,6 +48,8 @@ CUZK_PTX3(madc_lo, "madc.lo.u32")
 CUZK_PTX3(mad_hi_cc, "mad.hi.cc.u32")
 CUZK_PTX3(madc_hi_cc, "madc.hi.cc.u32")
 CUZK_PTX3(madc_hi, "madc.hi.u32")
+CUZK_PTX2(mul_lo, "mul.lo.u32")
+CUZK_PTX2(mul_hi, "mul.hi.u32")
 
 #undef CUZK_PTX2
 #undef CUZK_PTX3
@@ -85,6 +87,8 @@ inline uint32_t madc_lo(uint32_t a, uint32_t b, uint32_t c) { return addc(lo(a, 
 inline uint32_t mad_hi_cc(uint32_t a, uint32_t b, uint32_t c) { return add_cc(hi(a, b), c); }
 inline uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t c) { return addc_cc(hi(a, b), c); }
 inline uint32_t madc_hi(uint32_t a, uint32_t b, uint32_t c) { return addc(hi(a, b), c); }
+inline uint32_t mul_lo(uint32_t a, uint32_t b) { return lo(a, b); }
+inline uint32_t mul_hi(uint32_t a, uint32_t b) { return hi(a, b); }
 
 #endif
 
@@ -193,10 +197,11 @@ struct fp_t {
     // limb, t shifts down a limb) but the code is 12 times smaller. Measured on the H200
     // (G1 2^24 bucket accumulation, 218M mixed additions): rolled 160 ms, unrolled 186 ms;
     // the unrolled loop body (~110 KB per mixed addition) no longer fits the instruction
-    // cache. Unrolled, the module also took cicc minutes per architecture. So U = 1
-    // everywhere (FAST_U); the template stays for the next experiment.
+    // cache. Unrolled, the module also took cicc minutes per architecture. The even/odd
+    // FIOS product below replaced it (FAST_U); CIOS stays as the reference the harness
+    // checks FIOS against.
     template <int U>
-    CUZK_HD static fp_t mul(const fp_t& a, const fp_t& b) {
+    CUZK_HD static fp_t mul_cios(const fp_t& a, const fp_t& b) {
         uint32_t t[N + 1], bb[N];
 #pragma unroll
         for (int i = 0; i <= N; i++) t[i] = 0;
@@ -238,10 +243,246 @@ struct fp_t {
         return reduce_once(r);
     }
 
-    CUZK_HD friend fp_t operator*(const fp_t& a, const fp_t& b) { return mul<1>(a, b); }
-    CUZK_HD fp_t sqr() const { return mul<1>(*this, *this); }
+    // ------------------------------------------------------------------------------------
+    // Even/odd FIOS (the layout of mont.cuh's Fr product, Emmart-Zheng-Weems 2018): the
+    // accumulator is a pair (x, y) of N limbs worth x + y * 2^32; the products a[j] * b_i of
+    // even j land on x's disjoint limb pairs and those of odd j on y's, so each row is two
+    // unbroken mad.lo.cc/madc.hi.cc chains with no carry fix-ups, and the roles of x and y
+    // swap from row to row instead of shifting limbs with register moves. Per row: 4N
+    // multiplier instructions plus one for m, against CIOS's 4N plus its limb shifts and
+    // carry words.
+
+    // One row. On entry (not first) `lo` holds the previous y and `hi` the previous x, whose
+    // limb 0 the last reduction made zero; dividing by 2^32 turns the old pair into
+    // (y + x[1], x[2..]), which is what the shifted chain builds. On exit (lo, hi) is the
+    // new (x, y) with x[0] == 0.
+    CUZK_HD static void fios_row(uint32_t* lo, uint32_t* hi, const uint32_t* a, uint32_t bi,
+                                 bool first) {
+        if (first) {
+#pragma unroll
+            for (int j = 0; j < N; j += 2) {
+                hi[j] = carry::mul_lo(a[j + 1], bi);
+                hi[j + 1] = carry::mul_hi(a[j + 1], bi);
+            }
+#pragma unroll
+            for (int j = 0; j < N; j += 2) {
+                lo[j] = carry::mul_lo(a[j], bi);
+                lo[j + 1] = carry::mul_hi(a[j], bi);
+            }
+        } else {
+            lo[0] = carry::add_cc(lo[0], hi[1]);
+#pragma unroll
+            for (int j = 0; j < N - 2; j += 2) {
+                hi[j] = carry::madc_lo_cc(a[j + 1], bi, hi[j + 2]);
+                hi[j + 1] = carry::madc_hi_cc(a[j + 1], bi, hi[j + 3]);
+            }
+            hi[N - 2] = carry::madc_lo_cc(a[N - 1], bi, 0);
+            hi[N - 1] = carry::madc_hi(a[N - 1], bi, 0);
+            lo[0] = carry::mad_lo_cc(a[0], bi, lo[0]);
+            lo[1] = carry::madc_hi_cc(a[0], bi, lo[1]);
+#pragma unroll
+            for (int j = 2; j < N; j += 2) {
+                lo[j] = carry::madc_lo_cc(a[j], bi, lo[j]);
+                lo[j + 1] = carry::madc_hi_cc(a[j], bi, lo[j + 1]);
+            }
+            hi[N - 1] = carry::addc(hi[N - 1], 0);
+        }
+        fios_reduce(lo, hi);
+    }
+
+    // The reduction half of a row: adds m * p with m chosen so that limb 0 vanishes.
+    CUZK_HD static void fios_reduce(uint32_t* lo, uint32_t* hi) {
+        // m makes limb 0 vanish: lo[0] + m * p[0] == 0 mod 2^32.
+        const uint32_t m = lo[0] * PINV;
+        // Odd limbs of p into hi; its carry out is provably zero (spare top bits), so the
+        // even chain starts fresh and its carry out lands in hi[N-1].
+        hi[0] = carry::mad_lo_cc(P(1), m, hi[0]);
+        hi[1] = carry::madc_hi_cc(P(1), m, hi[1]);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) {
+            hi[j] = carry::madc_lo_cc(P(j + 1), m, hi[j]);
+            hi[j + 1] = carry::madc_hi_cc(P(j + 1), m, hi[j + 1]);
+        }
+        lo[0] = carry::mad_lo_cc(P(0), m, lo[0]);
+        lo[1] = carry::madc_hi_cc(P(0), m, lo[1]);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) {
+            lo[j] = carry::madc_lo_cc(P(j), m, lo[j]);
+            lo[j + 1] = carry::madc_hi_cc(P(j), m, lo[j + 1]);
+        }
+        hi[N - 1] = carry::addc(hi[N - 1], 0);
+    }
+
+    // Final state (y, x) with y[0] == 0: the value is x + y >> 32, below 2p.
+    CUZK_HD static fp_t fios_finish(const uint32_t* x, const uint32_t* y) {
+        fp_t r;
+        r.v[0] = carry::add_cc(x[0], y[1]);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) r.v[i] = carry::addc_cc(x[i], y[i + 1]);
+        r.v[N - 1] = carry::addc(x[N - 1], 0);
+        return reduce_once(r);
+    }
+
+    // A row with b_i = 0 (the squaring's reduction): only the shift by one limb, a carry
+    // chain of adds instead of multiply-adds.
+    CUZK_HD static void fios_shift(uint32_t* lo, uint32_t* hi) {
+        lo[0] = carry::add_cc(lo[0], hi[1]);
+#pragma unroll
+        for (int j = 0; j < N - 2; j++) hi[j] = carry::addc_cc(hi[j + 2], 0);
+        hi[N - 2] = carry::addc(0, 0);
+        hi[N - 1] = 0;
+    }
+
+    // acc += a[i] * a[j] << 32 (i + j) for j = j0, j0 + 2, ... < N: one carry chain over
+    // limb pairs of one parity, its carry out into the limb above the chain. That limb is
+    // either untouched so far or holds only an earlier row's carry (the rows' tops rise by
+    // 0 or 2 limbs per row), so the add cannot overflow.
+    CUZK_HD static void sqr_chain(uint32_t* acc, const uint32_t* a, int i, int j0) {
+        acc[i + j0] = carry::mad_lo_cc(a[i], a[j0], acc[i + j0]);
+        acc[i + j0 + 1] = carry::madc_hi_cc(a[i], a[j0], acc[i + j0 + 1]);
+        int j = j0 + 2;
+#pragma unroll
+        for (; j < N; j += 2) {
+            acc[i + j] = carry::madc_lo_cc(a[i], a[j], acc[i + j]);
+            acc[i + j + 1] = carry::madc_hi_cc(a[i], a[j], acc[i + j + 1]);
+        }
+        acc[i + j] = carry::addc(acc[i + j], 0);
+    }
+
+    // a^2 with the square's symmetry: the N(N-1)/2 cross products once (two accumulators,
+    // one per limb parity, so every chain is unbroken pairs), doubled, plus the N diagonal
+    // products; then the Montgomery reduction of the low half t_lo by FIOS rows without the
+    // product part, and the high half added: (t_lo + M p) / R <= p and t_hi < a^2 / R < p / 8,
+    // so the sum is below 2p and one conditional subtraction makes it canonical, the same
+    // integer mul(a, a) returns. 78 + 144 products against mul's 288, but ~190 more adds
+    // (the doubling, and the reduction rows' shifts as add chains). Measured slower, so not
+    // FAST_U: G1 2^24 bucket pass 99.2 against 97.3 ms with the two squares of a mixed
+    // addition as mul (msm_harness, H200, bit-identical) -- the pass is bound by issue
+    // slots more than by the multiplier pipe.
+    CUZK_HD static fp_t sqr_fios(const fp_t& a) {
+        uint32_t e[2 * N], o[2 * N];
+#pragma unroll
+        for (int k = 0; k < 2 * N; k++) e[k] = o[k] = 0;
+#pragma unroll
+        for (int i = 0; i < N - 1; i++) {
+            sqr_chain(o, a.v, i, i + 1);
+            if (i + 2 < N) sqr_chain(e, a.v, i, i + 2);
+        }
+        // t = 2 (e + o) + sum a_i^2 << 64 i, in e; each step's value stays below a^2 < 2^768.
+        e[0] = carry::add_cc(e[0], o[0]);
+#pragma unroll
+        for (int k = 1; k < 2 * N - 1; k++) e[k] = carry::addc_cc(e[k], o[k]);
+        e[2 * N - 1] = carry::addc(e[2 * N - 1], o[2 * N - 1]);
+        e[0] = carry::add_cc(e[0], e[0]);
+#pragma unroll
+        for (int k = 1; k < 2 * N - 1; k++) e[k] = carry::addc_cc(e[k], e[k]);
+        e[2 * N - 1] = carry::addc(e[2 * N - 1], e[2 * N - 1]);
+        e[0] = carry::mad_lo_cc(a.v[0], a.v[0], e[0]);
+        e[1] = carry::madc_hi_cc(a.v[0], a.v[0], e[1]);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) {
+            e[2 * i] = carry::madc_lo_cc(a.v[i], a.v[i], e[2 * i]);
+            e[2 * i + 1] = carry::madc_hi_cc(a.v[i], a.v[i], e[2 * i + 1]);
+        }
+        e[2 * N - 2] = carry::madc_lo_cc(a.v[N - 1], a.v[N - 1], e[2 * N - 2]);
+        e[2 * N - 1] = carry::madc_hi(a.v[N - 1], a.v[N - 1], e[2 * N - 1]);
+
+        // Reduction rows on (x, y) = (t_lo, 0), roles swapping as in mul_fios.
+        uint32_t x[N], y[N];
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            x[k] = e[k];
+            y[k] = 0;
+        }
+        fios_reduce(x, y);
+        fios_shift(y, x);
+        fios_reduce(y, x);
+#pragma unroll
+        for (int r = 2; r < N; r += 2) {
+            fios_shift(x, y);
+            fios_reduce(x, y);
+            fios_shift(y, x);
+            fios_reduce(y, x);
+        }
+        fp_t r;
+        r.v[0] = carry::add_cc(x[0], y[1]);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) r.v[i] = carry::addc_cc(x[i], y[i + 1]);
+        r.v[N - 1] = carry::addc(x[N - 1], 0);
+        r.v[0] = carry::add_cc(r.v[0], e[N]);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) r.v[i] = carry::addc_cc(r.v[i], e[N + i]);
+        r.v[N - 1] = carry::addc(r.v[N - 1], e[2 * N - 1]);
+        return reduce_once(r);
+    }
+
+    // ROWS rows per loop iteration (even, divides N). A rolled loop cannot index b's limbs
+    // by the loop counter without sending them to local memory, so they rotate down ROWS
+    // limbs per iteration (N - ROWS moves).
+    template <int ROWS>
+    CUZK_HD static fp_t mul_fios(const fp_t& a, const fp_t& b) {
+        static_assert(ROWS % 2 == 0 && N % ROWS == 0, "rows per iteration");
+        uint32_t x[N], y[N], bb[N];
+#pragma unroll
+        for (int i = 0; i < N; i++) bb[i] = b.v[i];
+#pragma unroll
+        for (int r = 0; r < ROWS; r += 2) {
+            fios_row(x, y, a.v, bb[r], r == 0);
+            fios_row(y, x, a.v, bb[r + 1], false);
+        }
+#pragma unroll 1
+        for (int i = ROWS; i < N; i += ROWS) {
+#pragma unroll
+            for (int j = 0; j < N - ROWS; j++) bb[j] = bb[j + ROWS];
+#pragma unroll
+            for (int r = 0; r < ROWS; r += 2) {
+                fios_row(x, y, a.v, bb[r], false);
+                fios_row(y, x, a.v, bb[r + 1], false);
+            }
+        }
+        return fios_finish(x, y);
+    }
+
+    // Fully unrolled, but one out-of-line copy that every call site shares: the
+    // straight-line product without the instruction-cache cost of inlining it ten times.
+    CUZK_HD_NOINLINE static fp_t mul_fios_call(fp_t a, fp_t b) { return mul_fios<N>(a, b); }
+
+    // U selects the product (the hot formulas pass F::FAST_U):
+    //   1..12            CIOS, U rounds per loop iteration
+    //   FIOS_ROWS + k    even/odd FIOS, k rows per loop iteration (k = 2, 4, 6, 12)
+    //   FIOS_CALL        even/odd FIOS, unrolled, out of line
+    //   FIOS_SQR         even/odd FIOS, unrolled, inline; square() uses sqr_fios
+    static constexpr int FIOS_ROWS = 100;
+    static constexpr int FIOS_CALL = 200;
+    static constexpr int FIOS_SQR = 300;
     template <int U>
-    CUZK_HD static fp_t square(const fp_t& a) { return mul<U>(a, a); }
-    // The hot formulas' choice (see mul).
-    static constexpr int FAST_U = 1;
+    CUZK_HD static fp_t mul(const fp_t& a, const fp_t& b) {
+        if constexpr (U == FIOS_SQR)
+            return mul_fios<N>(a, b);
+        else if constexpr (U == FIOS_CALL)
+            return mul_fios_call(a, b);
+        else if constexpr (U > FIOS_ROWS)
+            return mul_fios<U - FIOS_ROWS>(a, b);
+        else
+            return mul_cios<U>(a, b);
+    }
+
+    CUZK_HD friend fp_t operator*(const fp_t& a, const fp_t& b) { return mul<FAST_U>(a, b); }
+    CUZK_HD fp_t sqr() const { return mul<FAST_U>(*this, *this); }
+    template <int U>
+    CUZK_HD static fp_t square(const fp_t& a) {
+        if constexpr (U == FIOS_SQR)
+            return sqr_fios(a);
+        else
+            return mul<U>(a, a);
+    }
+    // The product every formula uses: even/odd FIOS, fully unrolled and inlined. Measured
+    // on the H200 (kernels/bench/msm_harness.cu, G1 2^24 bucket pass, 218M mixed additions,
+    // bit-identical bucket sums): CIOS rolled 157.3 ms, FIOS 2 / 4 rows per iteration 108.3
+    // / 103.2, FIOS unrolled out of line 105.9, FIOS unrolled inline 99.5 (97.2 at 3 blocks
+    // per SM). ptxas fuses each mad.lo.cc/madc.hi.cc pair of the two chains into one
+    // IMAD.WIDE.U32.X, where CIOS's separate low and high rows cost an IMAD plus an IADD3.X
+    // per product: 113 SASS instructions per CIOS round against ~50 per FIOS row. Unrolled,
+    // the G1 bucket kernel is ~6,200 instructions (~100 KB) and still the fastest.
+    static constexpr int FAST_U = FIOS_ROWS + N;
 };
