@@ -2,7 +2,6 @@
 //! engine, serves cuzk.v1 over TCP (and a Unix socket if asked), and shuts down gracefully on
 //! SIGINT/SIGTERM.
 
-mod config;
 mod service;
 
 use std::path::PathBuf;
@@ -16,8 +15,8 @@ use cuzk_proto::MAX_MESSAGE_BYTES;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::transport::Server;
 
-use crate::config::DaemonConfig;
 use crate::service::ProvingService;
+use cuzk_daemon::config::DaemonConfig;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -85,7 +84,7 @@ async fn main() -> anyhow::Result<()> {
     let mut config = DaemonConfig::load(args.config.as_deref())?;
     args.apply(&mut config);
     if args.print_config {
-        print!("{}", toml::to_string_pretty(&config)?);
+        print!("{}", config.to_toml()?);
         return Ok(());
     }
     tracing_subscriber::fmt()
