@@ -27,6 +27,7 @@ if [[ ${#targets[@]} -eq 0 ]]; then
     mapfile -t targets < <(cargo fuzz list)
 fi
 cargo fuzz build -s "$sanitizer" --target-dir "$target_dir"
+bin_dir="$target_dir/$(rustc -vV | sed -n 's/^host: //p')/release"
 
 summary=()
 status=0
@@ -35,10 +36,11 @@ for t in "${targets[@]}"; do
     log="$scratch/$t.log"
     echo "== $t: ${secs}s"
     # -rss_limit_mb: a parser that allocates far beyond its input is a finding too.
-    if cargo fuzz run -s "$sanitizer" --target-dir "$target_dir" "$t" \
-        "$scratch/$t" "fuzz/corpus/$t" -- \
+    # The binary itself, not `cargo fuzz run`, which would re-run cargo for every target.
+    mkdir -p "fuzz/artifacts/$t"
+    if "$bin_dir/$t" -artifact_prefix="fuzz/artifacts/$t/" \
         -max_total_time="$secs" -rss_limit_mb=4096 -max_len=262144 -print_final_stats=1 \
-        >"$log" 2>&1; then
+        "$scratch/$t" "fuzz/corpus/$t" >"$log" 2>&1; then
         result=ok
     else
         result="CRASH (see $log and fuzz/artifacts/$t/)"
