@@ -16,8 +16,11 @@ use cuzk_core::{Error, ProofKind};
 use cuzk_proto::v1 as pb;
 use prost::Message;
 
+/// A target: arbitrary bytes in, whether the parser accepted them out.
+pub type Target = fn(&[u8]) -> bool;
+
 /// The targets by name, as `fuzz/corpus/<name>/` and the cargo-fuzz binaries call them.
-pub const TARGETS: [(&str, fn(&[u8]) -> bool); 7] = [
+pub const TARGETS: [(&str, Target); 7] = [
     ("submit_request", submit_request),
     ("porep_envelope", porep_envelope),
     ("vanilla_winning", vanilla_winning),
