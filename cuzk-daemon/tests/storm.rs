@@ -172,6 +172,9 @@ fn cases(oversize: bool) -> Vec<Case> {
         case("comm_r_old short", SnapDealsUpdate, "comm_r_old", |r| {
             r.comm_r_old = vec![1; 31]
         }),
+        case("comm_r_new empty", SnapDealsUpdate, "comm_r_new", |r| {
+            r.comm_r_new.clear()
+        }),
         case(
             "comm_d_new not a scalar",
             SnapDealsUpdate,
