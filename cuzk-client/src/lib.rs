@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod demo;
 pub mod filecoin_cmds;
+pub mod load;
 pub mod rpc;
 pub mod spawn;
 pub mod waterfall;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use cuzk_client::filecoin_cmds::{self, GenVanillaArgs, ParamsCmd, ProveInputArgs};
 use cuzk_client::rpc::{self, Client};
-use cuzk_client::{bench, demo, waterfall};
+use cuzk_client::{bench, demo, load, waterfall};
 use cuzk_core::{Priority, ProofKind};
 use cuzk_proto::v1 as pb;
 
@@ -65,6 +65,9 @@ enum Cmd {
     Waterfall(waterfall::WaterfallArgs),
     /// Sweep proofs at several concurrency levels and report throughput and latency.
     Bench(bench::BenchArgs),
+    /// Many small synthetic jobs from many concurrent connections; checks none is lost and
+    /// every proof verifies.
+    Load(load::LoadArgs),
     /// Start a daemon on its defaults, prove a few synthetic jobs, print the timings.
     Demo(demo::DemoArgs),
     /// Filecoin parameter files.
@@ -205,6 +208,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::FAILURE
             });
         }
+        Cmd::Load(a) => {
+            let report = load::run(&a, &cli.addr, json).await?;
+            return Ok(if report.passed(a.jobs) {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!("load test FAILED: lost, rejected or invalid jobs (see above)");
+                ExitCode::FAILURE
+            });
+        }
         Cmd::Params(c) => {
             filecoin_cmds::run_params(&c)?;
             return Ok(ExitCode::SUCCESS);
@@ -308,7 +320,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             );
         }
-        Cmd::Waterfall(_) | Cmd::Demo(_) | Cmd::Bench(_) | Cmd::Params(_) | Cmd::GenVanilla(_) => {
+        Cmd::Waterfall(_)
+        | Cmd::Demo(_)
+        | Cmd::Bench(_)
+        | Cmd::Load(_)
+        | Cmd::Params(_)
+        | Cmd::GenVanilla(_) => {
             unreachable!("handled before connecting")
         }
     }

@@ -103,8 +103,46 @@ impl DaemonConfig {
         };
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("reading config {}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| anyhow::anyhow!("config {}: {e}", path.display()))
+        Self::parse(&text).map_err(|e| anyhow::anyhow!("config {}: {e}", path.display()))
     }
+
+    /// The configuration file's text, as `load` reads it.
+    pub fn parse(text: &str) -> Result<Self, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    /// The effective configuration as TOML (`--print-config`).
+    pub fn to_toml(&self) -> anyhow::Result<String> {
+        let strings = [
+            self.listen.as_str(),
+            &self
+                .unix_socket
+                .as_deref()
+                .unwrap_or(Path::new(""))
+                .to_string_lossy(),
+            &self.engine.param_dir.to_string_lossy(),
+        ];
+        if let Some(s) = strings.iter().find(|s| longest_quote_run(s) > 255) {
+            anyhow::bail!("cannot print {s:?} as TOML: it holds 256 or more quotes in a row");
+        }
+        Ok(toml::to_string_pretty(self)?)
+    }
+}
+
+/// The TOML writer (toml_write 0.1, also toml_writer 1.1) counts runs of quotes in a u8: a
+/// string with 256 in a row overflows it, a panic where overflow checks are on (tests,
+/// debug builds). Found by the `daemon_config` fuzz target; no real address or path looks
+/// like that, so such a value is refused instead of rendered.
+fn longest_quote_run(s: &str) -> usize {
+    let mut longest = 0;
+    for quote in ['\'', '"'] {
+        let mut run = 0;
+        for c in s.chars() {
+            run = if c == quote { run + 1 } else { 0 };
+            longest = longest.max(run);
+        }
+    }
+    longest
 }
 
 #[cfg(test)]
@@ -150,5 +188,15 @@ mod tests {
             (tls.cert.to_str(), tls.key.to_str()),
             (Some("c.pem"), Some("k.pem"))
         );
+    }
+
+    #[test]
+    fn values_the_toml_writer_cannot_render_are_refused_not_a_panic() {
+        let text = format!("listen = \"{}\"\n", "'".repeat(300));
+        let c = DaemonConfig::parse(&text).unwrap();
+        assert!(c.to_toml().is_err());
+        let text = format!("[engine]\nparam_dir = '{}'\n", "\"".repeat(256));
+        assert!(DaemonConfig::parse(&text).unwrap().to_toml().is_err());
+        assert!(DaemonConfig::default().to_toml().is_ok());
     }
 }

@@ -3,7 +3,6 @@
 //! SIGINT/SIGTERM.
 
 mod auth;
-mod config;
 mod http_metrics;
 mod routes;
 mod service;
@@ -23,8 +22,8 @@ use tonic::service::Routes;
 use tonic::transport::Server;
 
 use crate::auth::BearerAuth;
-use crate::config::{DaemonConfig, ExposureFlags};
 use crate::service::ProvingService;
+use cuzk_daemon::config::{DaemonConfig, ExposureFlags};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -102,7 +101,7 @@ async fn main() -> anyhow::Result<()> {
     let mut config = DaemonConfig::load(args.config.as_deref())?;
     args.apply(&mut config)?;
     if args.print_config {
-        print!("{}", toml::to_string_pretty(&config)?);
+        print!("{}", config.to_toml()?);
         return Ok(());
     }
     tracing_subscriber::fmt()

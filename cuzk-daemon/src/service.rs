@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use cuzk_core::engine::{priority_from_wire, Engine};
-use cuzk_core::kinds::KindRequest;
+use cuzk_core::engine::Engine;
 use cuzk_core::record::JobOutcome;
-use cuzk_core::{Error, JobState, ProofKind, SubmitRequest};
+use cuzk_core::{Error, JobState};
+use cuzk_daemon::wire::submit_request;
 use cuzk_proto::v1 as pb;
 use cuzk_proto::v1::proving_engine_server::ProvingEngine;
 use pb::await_proof_response::Status as AwaitStatus;
@@ -57,51 +57,6 @@ pub fn to_status(e: Error) -> Status {
             Status::internal(msg)
         }
     }
-}
-
-fn kind_from_wire(k: i32) -> Result<ProofKind, Error> {
-    match pb::ProofKind::try_from(k) {
-        Ok(pb::ProofKind::PorepSealCommit) => Ok(ProofKind::PorepSealCommit),
-        Ok(pb::ProofKind::SnapDealsUpdate) => Ok(ProofKind::SnapDealsUpdate),
-        Ok(pb::ProofKind::WindowPostPartition) => Ok(ProofKind::WindowPostPartition),
-        Ok(pb::ProofKind::WinningPost) => Ok(ProofKind::WinningPost),
-        Ok(pb::ProofKind::Synthetic) => Ok(ProofKind::Synthetic),
-        Ok(pb::ProofKind::Unspecified) => Err(Error::invalid("proof_kind", "must be set")),
-        Err(_) => Err(Error::invalid("proof_kind", format!("unknown value {k}"))),
-    }
-}
-
-pub fn submit_request(m: pb::SubmitProofRequest) -> Result<SubmitRequest, Error> {
-    const MAX_REQUEST_ID: usize = 256;
-    if m.request_id.len() > MAX_REQUEST_ID {
-        return Err(Error::invalid(
-            "request_id",
-            format!("longer than {MAX_REQUEST_ID} bytes"),
-        ));
-    }
-    let kind = kind_from_wire(m.proof_kind)?;
-    let priority = priority_from_wire(m.priority)?;
-    Ok(SubmitRequest {
-        request_id: m.request_id,
-        priority,
-        proof: KindRequest {
-            kind,
-            sector_size: m.sector_size,
-            registered_proof: m.registered_proof,
-            vanilla_proof: m.vanilla_proof,
-            vanilla_proofs: m.vanilla_proofs,
-            sector_number: m.sector_number,
-            miner_id: m.miner_id,
-            randomness: m.randomness,
-            partition_index: m.partition_index,
-            comm_r_old: m.comm_r_old,
-            comm_r_new: m.comm_r_new,
-            comm_d_new: m.comm_d_new,
-            synthetic_log_size: m.synthetic_log_size,
-            synthetic_partitions: m.synthetic_partitions,
-            synthetic_seed: m.synthetic_seed,
-        },
-    })
 }
 
 fn outcome_message(job_id: &str, o: JobOutcome) -> pb::AwaitProofResponse {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
-use crate::config::TlsConfig;
+use cuzk_daemon::config::TlsConfig;
 
 /// The server builder for the TCP listener: with TLS when configured. rustls parses the
 /// key here, so a bad one fails the start, before anything is loaded or announced.

@@ -29,6 +29,7 @@ macro_rules! with_shape {
 }
 pub(crate) use with_shape;
 
+pub mod limits;
 pub mod params;
 mod porep;
 mod post;
@@ -42,7 +43,7 @@ pub mod vectors;
 mod window;
 mod winning;
 
-pub use porep::PorepTask;
+pub use porep::{decode_envelope, PorepTask};
 pub use request::KindRequest;
 pub use snap::SnapTask;
 pub use synthetic_task::SyntheticTask;
@@ -78,6 +79,7 @@ pub trait ProofTask: Send + Sync {
 /// Validate a request and build its task. Every check on client input happens here, before
 /// anything is queued: a malformed request gets `Error::InvalidArgument` naming the field.
 pub fn build_task(req: &KindRequest) -> Result<Arc<dyn ProofTask>> {
+    limits::check_sizes(req)?;
     match req.kind {
         ProofKind::Synthetic => Ok(Arc::new(SyntheticTask::new(
             req.synthetic_log_size,

@@ -1,0 +1,4 @@
+//! The daemon's library half: its configuration file and the conversion of wire requests,
+//! shared by the `cuzk-daemon` binary, the fuzz targets (fuzz/) and the tests.
+pub mod config;
+pub mod wire;
