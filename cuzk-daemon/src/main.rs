@@ -235,7 +235,10 @@ async fn shutdown_signal() {
 /// Wait for the partitions in synthesis or on a device (not whole jobs: the queued rest of a
 /// job was dropped and waits for the next start in the journal).
 async fn wait_for_in_flight(engine: &Engine, grace: Duration) {
-    let deadline = Instant::now() + grace;
+    // A grace of "forever" in the config must not overflow the clock.
+    let deadline = Instant::now()
+        .checked_add(grace)
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600));
     while Instant::now() < deadline {
         if engine.in_flight() == 0 {
             return;
