@@ -238,6 +238,8 @@ fn check_edges<G: TestGroup>(dev: &GpuDevice, what: &str) {
         };
     }
     let same = vec![random[0]; n];
+    // (name, bases, scalars)
+    #[allow(clippy::type_complexity)]
     let cases: Vec<(&str, &[G::Aff], Vec<Scalar>)> = vec![
         ("zero scalars", &pts, vec![Scalar::ZERO; n]),
         ("scalar one", &pts, vec![Scalar::ONE; n]),

@@ -34,7 +34,7 @@ fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
     std::thread::scope(|s| {
         for (t, chunk) in out.chunks_mut(per).enumerate() {
             s.spawn(move || {
-                let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (t as u64 + 1) * 0x9e37);
+                let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ ((t as u64 + 1) * 0x9e37));
                 let (k, a, mut x) = (
                     Scalar::random(&mut rng),
                     Scalar::random(&mut rng),
