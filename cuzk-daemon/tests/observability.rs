@@ -1,13 +1,13 @@
 //! What an operator sees, end to end on a real daemon process: the HTTP /metrics endpoint
 //! scraped over a plain TCP socket, GetStatus after jobs, and gRPC reflection.
 
-mod support;
+mod common;
 
 use std::time::Duration;
 
+use common::{prove_small, synthetic, FilesDaemon as Daemon};
 use cuzk_client::rpc;
 use cuzk_proto::v1 as pb;
-use support::{prove_small, synthetic, Daemon};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
 use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
@@ -57,7 +57,7 @@ async fn metrics_endpoint_and_status_describe_finished_and_cancelled_jobs() {
     prove_small(&mut c, 7).await;
     // A job large enough to be still queued or running when cancelled.
     let doomed = c
-        .submit_proof(synthetic(14, 4, 8))
+        .submit_proof(synthetic(14, 4, 8, None))
         .await
         .unwrap()
         .into_inner()

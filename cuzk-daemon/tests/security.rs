@@ -1,14 +1,14 @@
 //! TLS and the bearer token, end to end: a real daemon process, real sockets, certificates
 //! made at test time with rcgen, proofs checked with bellperson's verifier.
 
-mod support;
+mod common;
 
 use std::path::Path;
 
+use common::{prove_small, synthetic, FilesDaemon as Daemon};
 use cuzk_client::rpc::{self, ConnectOptions};
 use cuzk_proto::v1 as pb;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-use support::{prove_small, synthetic, Daemon};
 use tonic::Code;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
@@ -139,7 +139,7 @@ async fn token_guards_every_cuzk_call_but_not_health_on_tcp_and_unix() {
         let e = status(&mut c).await.unwrap_err();
         assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
         assert!(e.message().contains("authorization"), "{}", e.message());
-        let e = c.submit_proof(synthetic(10, 1, 1)).await.unwrap_err();
+        let e = c.submit_proof(synthetic(10, 1, 1, None)).await.unwrap_err();
         assert_eq!(e.code(), Code::Unauthenticated);
         let e = c.get_metrics(pb::GetMetricsRequest {}).await.unwrap_err();
         assert_eq!(e.code(), Code::Unauthenticated);

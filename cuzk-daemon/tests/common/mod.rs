@@ -1,5 +1,7 @@
 //! Helpers shared by the tests that run a real `cuzk-daemon` process: starting and stopping
 //! it, synthetic requests, verifying their proofs, and reading its TIMELINE back.
+//! `Daemon` comes with a plaintext client; `FilesDaemon` has a directory for the files a
+//! test hands the daemon (certificates, tokens, sockets) and leaves connecting to the test.
 // Each test binary uses its own subset.
 #![allow(dead_code)]
 
@@ -14,6 +16,7 @@ use cuzk_client::spawn::SpawnedDaemon;
 use cuzk_core::kinds::synthetic::SyntheticCircuit;
 use cuzk_core::Priority;
 use cuzk_proto::v1 as pb;
+use pb::await_proof_response::Status as AwaitStatus;
 
 /// Parameter files persist across runs (CI's second run skips generation).
 pub fn param_dir() -> PathBuf {
@@ -183,4 +186,69 @@ pub async fn await_done(c: &mut Client, id: &str) -> pb::AwaitProofResponse {
     .await
     .unwrap()
     .into_inner()
+}
+
+/// A daemon on the CPU backend whose flags may name files the test writes first.
+pub struct FilesDaemon {
+    pub inner: Option<SpawnedDaemon>,
+    /// Holds the log and whatever files a test writes (certificates, tokens, sockets).
+    pub dir: tempfile::TempDir,
+}
+
+impl FilesDaemon {
+    /// Start the daemon on 127.0.0.1:0. `extra` may write files into the daemon's directory
+    /// (certificates, a token) and returns the further flags, which may name them.
+    pub async fn start(extra: impl FnOnce(&Path) -> Vec<String>) -> FilesDaemon {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args: Vec<String> = vec![
+            "--backend".into(),
+            "cpu".into(),
+            "--synthesis-workers".into(),
+            "1".into(),
+            "--param-dir".into(),
+            param_dir().display().to_string(),
+        ];
+        args.extend(extra(dir.path()));
+        std::env::set_var("CUZK_DAEMON", env!("CARGO_BIN_EXE_cuzk-daemon"));
+        let d = SpawnedDaemon::start(&args, &dir.path().join("daemon.log"))
+            .await
+            .expect("daemon starts");
+        FilesDaemon {
+            inner: Some(d),
+            dir,
+        }
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.inner.as_ref().unwrap().addr
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
+    }
+
+    pub async fn stop(mut self) -> String {
+        self.inner.take().unwrap().stop().await.unwrap();
+        self.log()
+    }
+}
+
+/// Prove a 2^10 synthetic job through `client` and check the proof with bellperson.
+pub async fn prove_small(client: &mut rpc::Client, seed: u64) {
+    let r = client
+        .prove(pb::ProveRequest {
+            submit: Some(synthetic(10, 1, seed, None)),
+        })
+        .await
+        .expect("Prove succeeds")
+        .into_inner()
+        .result
+        .expect("a result");
+    assert_eq!(
+        r.status,
+        AwaitStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    verify_synthetic(&r.proof, 10, 1, seed);
 }
