@@ -98,8 +98,14 @@ async fn proves_several_sizes_concurrently_and_timeline_is_complete() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn critical_job_submitted_behind_normal_ones_starts_first() {
-    // One synthesis worker and a small device queue: the NORMAL jobs pile up in the queue.
-    let mut d = Daemon::start(&["--synthesis-workers", "1"]).await;
+    // One synthesis worker, each synthesis slowed to a second: the NORMAL jobs pile up in
+    // the queue while the first is synthesized, however slow admission is (every submission
+    // is an fsync'd journal write, tens of ms on a loaded VM).
+    let mut d = Daemon::start_with(
+        &["--synthesis-workers", "1"],
+        &[("CUZK_TEST_HOOKS", "synth-delay-ms=1000")],
+    )
+    .await;
     let mut normal = Vec::new();
     for seed in 0..4 {
         let r = d
