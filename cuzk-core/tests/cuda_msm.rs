@@ -1,7 +1,8 @@
 //! The GPU MSM against the CPU backend: G1 and G2 results bit-identical on fresh random
 //! inputs at many sizes and on edge cases (zero scalars, one, r - 1, points at infinity,
 //! repeated and opposite points, every scalar equal), through the chunked path, and through
-//! the resident-bases cache.
+//! the resident-bases cache, and with folded bases (precomputed multiples 2^(c k) P, all
+//! windows in one set of buckets or, with fewer copies, in several).
 //!
 //! Skips (printing "SKIP: no CUDA device ...") where there is no driver, device or kernels.
 //! CUZK_MSM_TEST_MAX_LOG caps the random sizes (default 16; the device run uses 24), and
@@ -13,6 +14,7 @@ use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_core::backend::cpu;
+use cuzk_core::backend::cuda::kernels::msm::{self as kmsm, Bases, DeviceBases, G1, G2};
 use cuzk_core::backend::cuda::msm as gpu;
 use cuzk_core::backend::{G1Bases, G2Bases, Query};
 use cuzk_kernels::GpuDevice;
@@ -70,6 +72,10 @@ trait TestGroup: Group<Scalar = Scalar> + Send + Sync {
     type Aff: Copy + Default + Send + Sync + PartialEq + std::fmt::Debug;
     fn cpu(points: &[Self::Aff], scalars: &[Scalar]) -> Self;
     fn gpu(dev: &GpuDevice, srs: &str, q: Query, p: &[Self::Aff], s: &[Scalar]) -> Self;
+    /// Through bases folded into at most `copies` copies, or as many as the plan wants (a
+    /// fresh upload per call).
+    fn gpu_folded(dev: &GpuDevice, p: &[Self::Aff], s: &[Scalar], copies: Option<usize>)
+        -> Self;
     fn aff(&self) -> Self::Aff;
     fn batch(p: &[Self], out: &mut [Self::Aff]);
     fn from_aff(a: Self::Aff) -> Self;
@@ -97,6 +103,12 @@ impl TestGroup for G1Projective {
         };
         gpu::msm_g1(dev, bases, s).unwrap()
     }
+    fn gpu_folded(dev: &GpuDevice, p: &[G1Affine], s: &[Scalar], copies: Option<usize>) -> Self {
+        let max_bytes = copies.map_or(usize::MAX, |c| c * std::mem::size_of_val(p));
+        let d = DeviceBases::<G1>::upload_folded(dev, p, max_bytes).unwrap();
+        assert!(d.fold().is_some(), "G1: {} points not folded", p.len());
+        kmsm::msm_g1(dev, Bases::Device(&d), s).unwrap()
+    }
 }
 
 impl TestGroup for G2Projective {
@@ -120,6 +132,12 @@ impl TestGroup for G2Projective {
             points: p,
         };
         gpu::msm_g2(dev, bases, s).unwrap()
+    }
+    fn gpu_folded(dev: &GpuDevice, p: &[G2Affine], s: &[Scalar], copies: Option<usize>) -> Self {
+        let max_bytes = copies.map_or(usize::MAX, |c| c * std::mem::size_of_val(p));
+        let d = DeviceBases::<G2>::upload_folded(dev, p, max_bytes).unwrap();
+        assert!(d.fold().is_some(), "G2: {} points not folded", p.len());
+        kmsm::msm_g2(dev, Bases::Device(&d), s).unwrap()
     }
 }
 
@@ -169,7 +187,26 @@ fn algebraic_msm<G: TestGroup>(p: &Points<G>, scalars: &[Scalar]) -> G {
     acc + p.step * weighted
 }
 
-fn check_random<G: TestGroup>(dev: &GpuDevice, what: &str, max_log: u32) {
+/// Where the bases of a checked MSM come from.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// Uploaded per call (Query::Adhoc is never kept).
+    Adhoc,
+    /// Folded, with every window's copy (one set of buckets).
+    Folded,
+    /// Folded into three copies only: several sets of buckets.
+    FoldedThree,
+}
+
+fn run<G: TestGroup>(dev: &GpuDevice, mode: Mode, points: &[G::Aff], s: &[Scalar]) -> G {
+    match mode {
+        Mode::Adhoc => G::gpu(dev, "test", Query::Adhoc, points, s),
+        Mode::Folded => G::gpu_folded(dev, points, s, None),
+        Mode::FoldedThree => G::gpu_folded(dev, points, s, Some(3)),
+    }
+}
+
+fn check_random<G: TestGroup>(dev: &GpuDevice, what: &str, mode: Mode, max_log: u32) {
     let cpu_max = env_log("CUZK_MSM_TEST_CPU_MAX_LOG", 22);
     let mut rng = fresh_rng();
     let mut sizes = vec![1usize, 2, 3, 255, 1025];
@@ -190,11 +227,11 @@ fn check_random<G: TestGroup>(dev: &GpuDevice, what: &str, max_log: u32) {
         // Fresh scalars, and a fresh window into the points, for every size.
         let scalars = random_scalars(n, &mut rng);
         let t = Instant::now();
-        let got = G::gpu(dev, "test", Query::Adhoc, &pts.affine[..n], &scalars);
+        let got = run::<G>(dev, mode, &pts.affine[..n], &scalars);
         let gpu_ms = t.elapsed().as_secs_f64() * 1e3;
         let algebraic = algebraic_msm(&pts, &scalars);
         assert_eq!(got.aff(), algebraic.aff(), "{what} n={n}: GPU != algebra");
-        let mut line = format!("{what} n={n}: gpu {gpu_ms:.1} ms (with upload)");
+        let mut line = format!("{what} {mode:?} n={n}: gpu {gpu_ms:.1} ms (with upload)");
         if n <= 1 << cpu_max {
             let t = Instant::now();
             let want = G::cpu(&pts.affine[..n], &scalars);
@@ -205,7 +242,7 @@ fn check_random<G: TestGroup>(dev: &GpuDevice, what: &str, max_log: u32) {
     }
 }
 
-fn check_edges<G: TestGroup>(dev: &GpuDevice, what: &str) {
+fn check_edges<G: TestGroup>(dev: &GpuDevice, what: &str, mode: Mode) {
     let mut rng = fresh_rng();
     let n = 3000;
     let pts = random_points::<G>(n, &mut rng).affine;
@@ -258,19 +295,19 @@ fn check_edges<G: TestGroup>(dev: &GpuDevice, what: &str) {
     ];
     for (name, points, scalars) in cases {
         let points = &points[..scalars.len()];
-        let got = G::gpu(dev, "test", Query::Adhoc, points, &scalars);
+        let got = run::<G>(dev, mode, points, &scalars);
         let want = G::cpu(points, &scalars);
-        assert_eq!(got.aff(), want.aff(), "{what} {name}: GPU != CPU");
-        println!("{what} {name}: identical");
+        assert_eq!(got.aff(), want.aff(), "{what} {mode:?} {name}: GPU != CPU");
+        println!("{what} {mode:?} {name}: identical");
     }
 
     // Every scalar equal over 2^16 points: each window's digits all land in one bucket,
     // which spans many accumulation segments (the fix-up chain).
     let big = random_points::<G>(1 << 16, &mut rng).affine;
     let s = vec![Scalar::random(&mut rng); 1 << 16];
-    let got = G::gpu(dev, "test", Query::Adhoc, &big, &s);
-    assert_eq!(got.aff(), G::cpu(&big, &s).aff(), "{what} skewed 2^16");
-    println!("{what} skewed 2^16: identical");
+    let got = run::<G>(dev, mode, &big, &s);
+    assert_eq!(got.aff(), G::cpu(&big, &s).aff(), "{what} {mode:?} skewed 2^16");
+    println!("{what} {mode:?} skewed 2^16: identical");
 }
 
 fn check_resident<G: TestGroup>(dev: &GpuDevice, what: &str) {
@@ -299,17 +336,18 @@ fn check_resident<G: TestGroup>(dev: &GpuDevice, what: &str) {
 #[test]
 fn g1_msm_matches_cpu() {
     let Some(dev) = device() else { return };
-    check_edges::<G1Projective>(&dev, "G1");
+    check_edges::<G1Projective>(&dev, "G1", Mode::Adhoc);
     check_resident::<G1Projective>(&dev, "G1");
-    check_random::<G1Projective>(&dev, "G1", env_log("CUZK_MSM_TEST_MAX_LOG", 16));
+    check_random::<G1Projective>(&dev, "G1", Mode::Adhoc, env_log("CUZK_MSM_TEST_MAX_LOG", 16));
 }
 
 #[test]
 fn g2_msm_matches_cpu() {
     let Some(dev) = device() else { return };
-    check_edges::<G2Projective>(&dev, "G2");
+    check_edges::<G2Projective>(&dev, "G2", Mode::Adhoc);
     check_resident::<G2Projective>(&dev, "G2");
-    check_random::<G2Projective>(&dev, "G2", env_log("CUZK_MSM_TEST_MAX_LOG", 16).min(22));
+    let max_log = env_log("CUZK_MSM_TEST_MAX_LOG", 16).min(22);
+    check_random::<G2Projective>(&dev, "G2", Mode::Adhoc, max_log);
 }
 
 #[test]
@@ -329,4 +367,37 @@ fn chunked_msm_matches_cpu() {
     assert_eq!(g1.aff(), G1Projective::cpu(&p1, &s).aff());
     assert_eq!(g2.aff(), G2Projective::cpu(&p2, &s).aff());
     println!("chunked (8 chunks) G1 and G2: identical");
+}
+
+#[test]
+fn folded_msm_matches_cpu() {
+    let Some(dev) = device() else { return };
+    let max_log = env_log("CUZK_MSM_TEST_MAX_LOG", 16);
+    for mode in [Mode::Folded, Mode::FoldedThree] {
+        check_edges::<G1Projective>(&dev, "G1", mode);
+        check_edges::<G2Projective>(&dev, "G2", mode);
+        check_random::<G1Projective>(&dev, "G1", mode, max_log);
+        check_random::<G2Projective>(&dev, "G2", mode, max_log.min(22));
+    }
+}
+
+#[test]
+fn folded_chunked_msm_matches_cpu() {
+    let Some(dev) = device() else { return };
+    let mut rng = fresh_rng();
+    let n = 50_000;
+    let p1 = random_points::<G1Projective>(n, &mut rng).affine;
+    let p2 = random_points::<G2Projective>(n, &mut rng).affine;
+    let s = random_scalars(n - 3, &mut rng); // fewer scalars than bases
+    let d1 = DeviceBases::<G1>::upload_folded(&dev, &p1, usize::MAX).unwrap();
+    let d2 = DeviceBases::<G2>::upload_folded(&dev, &p2, usize::MAX).unwrap();
+    assert!(d1.fold().is_some() && d2.fold().is_some());
+    // See chunked_msm_matches_cpu: the variable is read per call.
+    std::env::set_var("CUZK_MSM_MAX_CHUNK", "7000");
+    let g1 = kmsm::msm_g1(&dev, Bases::Device(&d1), &s).unwrap();
+    let g2 = kmsm::msm_g2(&dev, Bases::Device(&d2), &s).unwrap();
+    std::env::remove_var("CUZK_MSM_MAX_CHUNK");
+    assert_eq!(g1.to_affine(), G1Projective::cpu(&p1[..s.len()], &s).aff());
+    assert_eq!(g2.to_affine(), G2Projective::cpu(&p2[..s.len()], &s).aff());
+    println!("folded, chunked (8 chunks) G1 and G2: identical");
 }

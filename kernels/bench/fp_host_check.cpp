@@ -3,12 +3,14 @@
 // out-of-line copy) and the dedicated squaring are compared here with the CIOS product on
 // random elements and edge values before any device time is spent.
 //
+// (and the Fp / Fp2 inversions against a * a^-1 = 1)
 //   g++ -O2 -std=c++17 kernels/bench/fp_host_check.cpp -o fp_host_check && ./fp_host_check
 #include <cstdio>
 #include <random>
 #include <vector>
 
 #include "../cuda/field/fp.cuh"
+#include "../cuda/field/fp2.cuh"
 
 int main() {
     std::mt19937_64 rng(1);
@@ -50,5 +52,16 @@ int main() {
         check(a, p_minus_1);
     }
     printf("Fp products: %ld pairs checked against CIOS, %ld mismatches\n", checked, bad);
-    return bad != 0;
+    // Inversions (the fold kernel's): a * a^-1 = 1, and 0^-1 = 0.
+    long inv_bad = !(fp_t::zero().inv() == fp_t::zero());
+    for (const fp_t& a : edge)
+        if (!a.is_zero()) inv_bad += !(a * a.inv() == fp_t::one());
+    for (int k = 0; k < 2000; k++) {
+        const fp_t a = element();
+        inv_bad += !(a * a.inv() == fp_t::one());
+        const fp2_t b{element(), k % 7 == 0 ? fp_t::zero() : element()};
+        inv_bad += !(b * b.inv() == fp2_t::one());
+    }
+    printf("Fp / Fp2 inversions: %ld mismatches\n", inv_bad);
+    return bad != 0 || inv_bad != 0;
 }

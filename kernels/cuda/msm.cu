@@ -1,33 +1,36 @@
 // Pippenger multi-scalar multiplication in G1 and G2 of BLS12-381: the kernels the host
 // side (kernels/src/msm.rs) launches, in order:
-//   msm_scalars_canonical   Fr Montgomery -> canonical, in place
-//   msm_count_digits        signed window digits; rank of each in its bucket
+//   msm_fold_{g1,g2}        (once per resident base vector) copies 2^(c k) P, see fold.cuh
+//   msm_count_digits        per uploaded slice: scalars Fr Montgomery -> canonical in place,
+//                           signed window digits, counted per bucket
 //   msm_scan_* (3)          exclusive scan of the bucket counts -> bucket offsets
-//   msm_scatter_digits      point indices in bucket order
+//   msm_partition_digits, msm_place_digits   point indices in bucket order (msm/sort.cuh)
 //   msm_accumulate_{g1,g2}  bucket sums (XYZZ), then msm_accumulate_fixup_{g1,g2}
 //   msm_reduce_level_{g1,g2}, msm_sum_level_{g1,g2}   per-window sum_d d * B_d
 //   msm_xyzz_to_jacobian_{g1,g2}                     the few points left, in blst's form
 // The host combines those (levels, windows) with blstrs.
 #include "curve/bls12_381.cuh"
 #include "msm/accumulate.cuh"
+#include "msm/fold.cuh"
 #include "msm/reduce.cuh"
 #include "msm/sort.cuh"
 
 extern "C" {
 
-__global__ void msm_scalars_canonical(uint32_t* scalars, uint32_t n) {
-    scalars_to_canonical(scalars, n);
+__global__ void msm_count_digits(uint32_t* scalars, msm_layout lay, uint32_t first,
+                                 uint32_t count, uint32_t* counts) {
+    count_digits(scalars, lay, first, count, counts);
 }
 
-__global__ void msm_count_digits(const uint32_t* scalars, msm_layout lay, uint32_t* counts,
-                                 uint32_t* ranks) {
-    count_digits(scalars, lay, counts, ranks);
+__global__ void __launch_bounds__(PART_BLOCK) msm_partition_digits(
+    const uint32_t* scalars, msm_layout lay, uint32_t pshift, uint32_t nparts,
+    const uint32_t* offsets, uint32_t* part_fill, uint2* staged) {
+    partition_digits(scalars, lay, pshift, nparts, offsets, part_fill, staged);
 }
 
-__global__ void msm_scatter_digits(const uint32_t* scalars, msm_layout lay,
-                                   const uint32_t* offsets, const uint32_t* ranks,
-                                   uint32_t* sorted) {
-    scatter_digits(scalars, lay, offsets, ranks, sorted);
+__global__ void msm_place_digits(const uint2* staged, uint32_t total, const uint32_t* offsets,
+                                 uint32_t* counts, uint32_t* sorted) {
+    place_digits(staged, total, offsets, counts, sorted);
 }
 
 __global__ void __launch_bounds__(1024) msm_scan_blocks(const uint32_t* in, uint32_t* out,
@@ -74,6 +77,11 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
     }                                                                                          \
     __global__ void msm_xyzz_to_jacobian_##G(const xyzz_t<F>* in, F* out, uint32_t n) {       \
         xyzz_to_jacobian<F>(in, out, n);                                                       \
+    }                                                                                          \
+    __global__ void __launch_bounds__(128) msm_fold_##G(const affine_t<F>* in,                 \
+                                                        affine_t<F>* out, F* scratch,          \
+                                                        uint32_t n, uint32_t c) {              \
+        fold_bases<F>(in, out, scratch, n, c);                                                 \
     }
 
 CUZK_MSM_GROUP(g1, fp_t, 3)

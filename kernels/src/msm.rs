@@ -5,8 +5,9 @@
 //! (Montgomery form); the device converts them to canonical integers.
 //!
 //! One MSM of n points, per chunk of the input (see [`plan_chunk`]):
-//! 1. signed c-bit window digits; each nonzero digit gets a rank in its bucket (one atomic);
-//! 2. an exclusive scan of the bucket counts and a scatter sort the point indices by bucket;
+//! 1. signed c-bit window digits, counted per bucket (as the scalars' upload lands);
+//! 2. an exclusive scan of the counts, then two passes (by ranges of buckets, then by
+//!    bucket) sort the point indices by bucket (cuda/msm/sort.cuh);
 //! 3. equal-length segments of the sorted list are summed per bucket in XYZZ coordinates
 //!    (one thread per segment; a fix-up pass joins buckets cut by segment boundaries);
 //! 4. each window's sum_d d * B_d is reduced on the device in levels of L buckets;
@@ -36,6 +37,22 @@ use crate::ntt::{DeviceScalars, Limbs};
 /// additions, about 370 in a chain; L = 8 cuts the chain to about 170.
 const REDUCE_L: u32 = 8;
 const REDUCE_LOG_L: u32 = 3;
+
+/// Threads per block of the sort's partition pass and its bound on partitions
+/// (PART_BLOCK, MAX_PARTS in cuda/msm/sort.cuh).
+const PART_BLOCK: u32 = 512;
+const MAX_PARTS: u32 = 512;
+
+/// The sort's partitions of `nb` buckets: (pshift, count), ranges of 2^pshift buckets, as
+/// many as MAX_PARTS allows: smaller regions keep the place pass's stores closer together,
+/// fewer partitions make the partition pass's runs longer.
+fn partitions(nb: u32) -> (u32, u32) {
+    let mut pshift = 0;
+    while ((nb - 1) >> pshift) + 1 > MAX_PARTS {
+        pshift += 1;
+    }
+    (pshift, ((nb - 1) >> pshift) + 1)
+}
 
 /// Kept free on the device beside an MSM's working set (other allocations, fragmentation).
 const MEMORY_MARGIN: usize = 512 << 20;
@@ -110,11 +127,25 @@ impl MsmGroup for G2 {
     }
 }
 
-/// A vector of affine bases resident in device memory, as uploaded (no conversion).
+/// A vector of affine bases resident in device memory, as uploaded (no conversion), and
+/// possibly its precomputed multiples (see [`Fold`]).
 pub struct DeviceBases<G: MsmGroup> {
     buf: DeviceScalars,
     len: usize,
+    fold: Option<Fold>,
     _group: PhantomData<G>,
+}
+
+/// Copies 2^(c k) P of resident bases P for k < copies, one after another in device
+/// memory. Since 2^(c k) (d P) = d (2^(c k) P), a digit of window w can be added against
+/// copy w mod copies into the buckets of window w - (w mod copies): `copies` consecutive
+/// windows share one set of buckets (cuda/msm/fold.cuh). One bucket reduction per set instead of per
+/// window lets c grow: a G1 2^24 MSM runs 12 windows of 22 bits, one reduction, instead of
+/// 13 windows of 20 bits and 13 reductions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fold {
+    pub c: u32,
+    pub copies: u32,
 }
 
 impl<G: MsmGroup> DeviceBases<G> {
@@ -123,8 +154,31 @@ impl<G: MsmGroup> DeviceBases<G> {
         Ok(DeviceBases {
             buf: upload_points::<G>(dev, points)?,
             len: points.len(),
+            fold: None,
             _group: PhantomData,
         })
+    }
+
+    /// Copies `points` to the device with as many precomputed multiples as `max_bytes`
+    /// allows (all of them in at most `max_bytes`); plain as [`Self::upload`] where not even
+    /// two copies fit or the device is short of memory for them now.
+    pub fn upload_folded(dev: &GpuDevice, points: &[G::Affine], max_bytes: usize) -> Result<Self> {
+        let Some(fold) = plan_fold::<G>(points.len(), max_bytes) else {
+            return Self::upload(dev, points);
+        };
+        match upload_with_copies::<G>(dev, points, fold) {
+            Ok(buf) => Ok(DeviceBases {
+                buf,
+                len: points.len(),
+                fold: Some(fold),
+                _group: PhantomData,
+            }),
+            Err(GpuError::Driver(e)) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                dev.stream().synchronize()?;
+                Self::upload(dev, points)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -135,11 +189,103 @@ impl<G: MsmGroup> DeviceBases<G> {
         self.len == 0
     }
 
+    pub fn fold(&self) -> Option<Fold> {
+        self.fold
+    }
+
     /// Device memory held.
     pub fn bytes(&self) -> usize {
-        self.len * G::AFFINE_U64 * 8
+        self.fold.map_or(1, |f| f.copies as usize) * self.len * G::AFFINE_U64 * 8
     }
 }
+
+/// Points per launch of the fold kernel (its scratch holds ZZ, ZZZ per point).
+const FOLD_SLICE: usize = 1 << 22;
+/// Points per thread of the fold kernel (FOLD_BATCH in cuda/msm/fold.cuh).
+const FOLD_BATCH: usize = 16;
+
+/// The bases uploaded as copy 0 of `fold.copies`, each next copy 2^c times the one before,
+/// computed on the device.
+fn upload_with_copies<G: MsmGroup>(
+    dev: &GpuDevice,
+    points: &[G::Affine],
+    fold: Fold,
+) -> Result<DeviceScalars> {
+    let len = points.len();
+    let point_bytes = G::AFFINE_U64 * 8;
+    let elems_per_point = G::AFFINE_U64 / 4;
+    let buf = DeviceScalars::alloc(dev, fold.copies as usize * len * elems_per_point)?;
+    let limbs = affine_limbs::<G>(points);
+    // SAFETY: as in upload_points.
+    let elems =
+        unsafe { std::slice::from_raw_parts(limbs.as_ptr() as *const Limbs, limbs.len() / 4) };
+    dev.ntt_state().upload_staged(dev, elems, buf.device_ptr())?;
+
+    let stream = dev.stream();
+    let kernel = dev.module("msm")?.load_function(&format!("msm_fold_{}", G::NAME))?;
+    let slice = FOLD_SLICE.min(len);
+    let scratch = unsafe { stream.alloc::<u64>(slice * G::AFFINE_U64) }?;
+    for k in 1..fold.copies as usize {
+        for start in (0..len).step_by(slice) {
+            let count = (len - start).min(slice) as u32;
+            let src = buf.device_ptr() + (((k - 1) * len + start) * point_bytes) as u64;
+            let dst = buf.device_ptr() + ((k * len + start) * point_bytes) as u64;
+            let threads = count.div_ceil(FOLD_BATCH as u32);
+            unsafe {
+                stream
+                    .launch_builder(&kernel)
+                    .arg(&src)
+                    .arg(&dst)
+                    .arg(&scratch)
+                    .arg(&count)
+                    .arg(&fold.c)
+                    .launch(grid(threads, 128))?;
+            }
+        }
+    }
+    stream.synchronize()?;
+    Ok(buf)
+}
+
+/// The fold for `len` bases in at most `max_bytes`: c and copies with the fewest bucket
+/// additions (nwin * n) plus reduction work (REDUCE_COST per bucket, per set of buckets).
+/// None where fewer than two copies fit.
+pub fn plan_fold<G: MsmGroup>(len: usize, max_bytes: usize) -> Option<Fold> {
+    if len == 0 {
+        return None;
+    }
+    let copy_bytes = len * G::AFFINE_U64 * 8;
+    // Entry k * len + i carries a sign in bit 31.
+    let index_cap = ((1usize << 31) / len).max(1);
+    let fit = (max_bytes / copy_bytes).min(index_cap);
+    if fit < 2 {
+        return None;
+    }
+    let n = len as u64;
+    // CUZK_MSM_FOLD_WINDOW pins c, for tuning.
+    let pinned = std::env::var("CUZK_MSM_FOLD_WINDOW")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|c| (2..=MAX_FOLD_C).contains(c));
+    let (c, nwin, sets) = (2..=MAX_FOLD_C)
+        .filter(|&c| pinned.is_none_or(|p| p == c))
+        .map(|c| {
+            let nwin = windows(c);
+            let sets = nwin.div_ceil(nwin.min(fit as u32));
+            (c, nwin, sets)
+        })
+        .min_by_key(|&(c, nwin, sets)| {
+            nwin as u64 * n + sets as u64 * REDUCE_COST * (1u64 << (c - 1))
+        })?;
+    let copies = nwin.div_ceil(sets);
+    (copies >= 2).then_some(Fold { c, copies })
+}
+
+/// Widest folded window: 2^23 buckets in one set.
+const MAX_FOLD_C: u32 = 24;
+/// A bucket's share of the reduction, in mixed additions (two full additions each, which
+/// ran ~6 times a mixed addition's time on the H200 at G1 2^24).
+const REDUCE_COST: u64 = 6;
 
 /// Points through the pinned, double-buffered staging of [`DeviceScalars`]: an affine point
 /// is a whole number of 32-byte elements (3 in G1, 6 in G2), and the staging moves bytes.
@@ -204,9 +350,11 @@ struct MsmLayout {
     c: u32,
     nwin: u32,
     buckets_per_window: u32,
+    fold: u32,
+    stride: u32,
 }
 
-// SAFETY: four u32, laid out as the kernels' `msm_layout`.
+// SAFETY: six u32, laid out as the kernels' `msm_layout`.
 unsafe impl DeviceRepr for MsmLayout {}
 
 /// Windows for c-bit signed digits of a scalar below 2^255: nwin * c >= 256 keeps the last
@@ -217,6 +365,45 @@ fn windows(c: u32) -> u32 {
 
 fn buckets_per_window(c: u32) -> u32 {
     ((1u32 << (c - 1)) + 1).next_multiple_of(REDUCE_L)
+}
+
+/// How a chunk runs: c-bit windows, `fold` consecutive windows per set of buckets (1 unless
+/// the bases are folded), `sets` bucket sets to reduce.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    c: u32,
+    nwin: u32,
+    fold: u32,
+    sets: u32,
+}
+
+impl Plan {
+    fn new<G: MsmGroup>(bases: &Bases<'_, G>, n: usize) -> Plan {
+        match bases {
+            Bases::Device(DeviceBases { fold: Some(f), .. }) => {
+                let nwin = windows(f.c);
+                Plan {
+                    c: f.c,
+                    nwin,
+                    fold: f.copies,
+                    sets: nwin.div_ceil(f.copies),
+                }
+            }
+            _ => {
+                let c = window_bits(n);
+                Plan {
+                    c,
+                    nwin: windows(c),
+                    fold: 1,
+                    sets: windows(c),
+                }
+            }
+        }
+    }
+
+    fn buckets(&self) -> u32 {
+        self.sets * buckets_per_window(self.c)
+    }
 }
 
 /// The window width for n points: fewest bucket additions (n per window) plus the
@@ -239,16 +426,16 @@ pub fn window_bits(n: usize) -> u32 {
 }
 
 /// Device bytes an MSM chunk of n points needs beyond its bases.
-fn working_bytes<G: MsmGroup>(n: usize, c: u32) -> usize {
-    let nwin = windows(c) as usize;
-    let nb = nwin * buckets_per_window(c) as usize;
+fn working_bytes<G: MsmGroup>(n: usize, plan: Plan) -> usize {
+    let nwin = plan.nwin as usize;
+    let nb = plan.buckets() as usize;
     let xyzz = G::XYZZ_U64 * 8;
-    let per_point = 32 + nwin * 8; // scalar, rank and sorted entry per window
+    let per_point = 32 + nwin * 12; // scalar; staged pair and sorted entry per window
     let segments = MAX_SEGMENTS as usize;
     n * per_point
         + nb * (8 + xyzz) // counts, offsets, buckets
         + segments * (xyzz + 8)
-        + 3 * (nb / REDUCE_L as usize + REDUCE_L as usize * nwin) * xyzz // reduction levels
+        + 3 * (nb / REDUCE_L as usize + REDUCE_L as usize * plan.sets as usize) * xyzz // reduction levels
         + (1 << 20)
 }
 
@@ -276,12 +463,12 @@ const ACCUMULATE_BLOCK: u32 = 128;
 
 /// Largest chunk of `n` points whose working set (and bases, when they are not resident)
 /// fits in `free` bytes.
-fn plan_chunk<G: MsmGroup>(n: usize, free: usize, upload_bases: bool) -> Option<usize> {
+fn plan_chunk<G: MsmGroup>(bases: &Bases<'_, G>, n: usize, free: usize) -> Option<usize> {
     let budget = free.saturating_sub(MEMORY_MARGIN);
+    let upload_bases = matches!(bases, Bases::Host(_));
     let mut chunk = n;
     loop {
-        let c = window_bits(chunk);
-        let need = working_bytes::<G>(chunk, c)
+        let need = working_bytes::<G>(chunk, Plan::new(bases, chunk))
             + if upload_bases {
                 chunk * G::AFFINE_U64 * 8
             } else {
@@ -301,9 +488,9 @@ fn plan_chunk<G: MsmGroup>(n: usize, free: usize, upload_bases: bool) -> Option<
 // Running
 
 struct Kernels {
-    canonical: CudaFunction,
     count: CudaFunction,
-    scatter: CudaFunction,
+    partition: CudaFunction,
+    place: CudaFunction,
     scan_blocks: CudaFunction,
     scan_totals: CudaFunction,
     scan_add: CudaFunction,
@@ -319,9 +506,9 @@ impl Kernels {
         let f = |name: &str| module.load_function(name);
         let g = |name: &str| module.load_function(&format!("{name}_{}", G::NAME));
         Ok(Kernels {
-            canonical: f("msm_scalars_canonical")?,
             count: f("msm_count_digits")?,
-            scatter: f("msm_scatter_digits")?,
+            partition: f("msm_partition_digits")?,
+            place: f("msm_place_digits")?,
             scan_blocks: f("msm_scan_blocks")?,
             scan_totals: f("msm_scan_totals")?,
             scan_add: f("msm_scan_add")?,
@@ -397,9 +584,8 @@ fn msm<G: MsmGroup>(
     }
     dev.ctx().bind_to_thread()?;
     let kernels = Kernels::load::<G>(&dev.module("msm")?)?;
-    let upload = matches!(bases, Bases::Host(_));
     let free = dev.free_mem()?;
-    let mut chunk = plan_chunk::<G>(n, free, upload).ok_or_else(|| {
+    let mut chunk = plan_chunk::<G>(&bases, n, free).ok_or_else(|| {
         GpuError::Invalid(format!("msm: too little free device memory ({free} bytes)"))
     })?;
     // Tests force the chunked path with a small cap.
@@ -443,53 +629,63 @@ fn msm_chunk<G: MsmGroup>(
     let stream = dev.stream();
     dev.ctx().bind_to_thread()?;
     let n = scalars.len();
-    let c = window_bits(n);
-    let nwin = windows(c);
+    let plan = Plan::new(bases, n);
+    let Plan { c, nwin, sets, .. } = plan;
     let m = buckets_per_window(c);
-    let nb = nwin * m;
+    let nb = plan.buckets();
+    let (points, stride): (u64, usize);
+    let uploaded;
+    // Bases: the resident vector from `offset`, or this chunk uploaded now.
+    match bases {
+        Bases::Device(d) => {
+            points = d.buf.device_ptr() + (offset * G::AFFINE_U64 * 8) as u64;
+            stride = d.len;
+        }
+        Bases::Host(p) => {
+            uploaded = upload_points::<G>(dev, &p[offset..offset + n])?;
+            points = uploaded.device_ptr();
+            stride = n;
+        }
+    }
     let lay = MsmLayout {
         n: n as u32,
         c,
         nwin,
         buckets_per_window: m,
+        fold: plan.fold,
+        stride: stride as u32,
     };
-    let mut prof = Profile::new(stream, format!("{} n={n} c={c}", G::NAME));
+    let mut prof = Profile::new(
+        stream,
+        format!("{} n={n} c={c} fold={} sets={sets}", G::NAME, plan.fold),
+    );
+    prof.mark("bases")?;
 
-    // Bases: the resident vector from `offset`, or this chunk uploaded now.
-    let uploaded;
-    let points: u64 = match bases {
-        Bases::Device(d) => d.buf.device_ptr() + (offset * G::AFFINE_U64 * 8) as u64,
-        Bases::Host(p) => {
-            uploaded = upload_points::<G>(dev, &p[offset..offset + n])?;
-            uploaded.device_ptr()
-        }
-    };
-    // Through part 1's pinned double-buffered staging: about 3x a pageable copy here
-    // (pageable: 79 ms for 2^24 scalars).
-    let sc_buf = DeviceScalars::upload(dev, scalar_limbs(scalars))?;
+    // 1. Scalars through part 1's pinned double-buffered staging (about 3x a pageable copy
+    // here); as each piece lands, the device makes its scalars canonical and counts their
+    // digits (rank of each in its bucket) while the host stages the next piece.
+    let sc_buf = DeviceScalars::alloc(dev, n)?;
     let sc = sc_buf.device_ptr();
-    prof.mark("upload")?;
-
-    // 1-2. Digits, bucket counts and ranks; scan; scatter into bucket order.
-    let n32 = n as u32;
-    unsafe {
-        stream
-            .launch_builder(&k.canonical)
-            .arg(&sc)
-            .arg(&n32)
-            .launch(grid(n32, 256))?;
-    }
     let mut counts = stream.alloc_zeros::<u32>(nb as usize)?;
-    let mut ranks = unsafe { stream.alloc::<u32>(nwin as usize * n) }?;
-    unsafe {
-        stream
-            .launch_builder(&k.count)
-            .arg(&sc)
-            .arg(&lay)
-            .arg(&mut counts)
-            .arg(&mut ranks)
-            .launch(grid(n32, 256))?;
-    }
+    dev.ntt_state()
+        .upload_staged_each(dev, scalar_limbs(scalars), sc, |first, count| {
+            let (first, count) = (first as u32, count as u32);
+            unsafe {
+                stream
+                    .launch_builder(&k.count)
+                    .arg(&sc)
+                    .arg(&lay)
+                    .arg(&first)
+                    .arg(&count)
+                    .arg(&mut counts)
+                    .launch(grid(count, 256))?;
+            }
+            Ok(())
+        })?;
+    prof.mark("upload+count")?;
+
+    // 2. Bucket offsets (scan), then point indices sorted into bucket order.
+    let n32 = n as u32;
     let mut offsets = unsafe { stream.alloc::<u32>(nb as usize + 1) }?;
     let scan_blocks = nb.div_ceil(1024);
     let mut block_tot = unsafe { stream.alloc::<u32>(scan_blocks as usize) }?;
@@ -515,22 +711,37 @@ fn msm_chunk<G: MsmGroup>(
             .arg(&block_tot)
             .launch(grid(nb, 1024))?;
     }
-    drop(counts);
     let entries = stream.clone_dtoh(&offsets.slice(nb as usize..))?[0];
+    prof.mark("scan")?;
+    let (pshift, nparts) = partitions(nb);
+    let mut part_fill = stream.alloc_zeros::<u32>(nparts as usize)?;
+    let mut staged = unsafe { stream.alloc::<u64>(entries.max(1) as usize) }?;
     let mut sorted = unsafe { stream.alloc::<u32>(entries.max(1) as usize) }?;
     unsafe {
         stream
-            .launch_builder(&k.scatter)
+            .launch_builder(&k.partition)
             .arg(&sc)
             .arg(&lay)
+            .arg(&pshift)
+            .arg(&nparts)
             .arg(&offsets)
-            .arg(&ranks)
-            .arg(&mut sorted)
-            .launch(grid(n32, 256))?;
+            .arg(&mut part_fill)
+            .arg(&mut staged)
+            .launch(grid(n32, PART_BLOCK))?;
     }
-    drop(ranks);
-    drop(sc_buf);
-    prof.mark("sort")?;
+    prof.mark("partition")?;
+    unsafe {
+        stream
+            .launch_builder(&k.place)
+            .arg(&staged)
+            .arg(&entries)
+            .arg(&offsets)
+            .arg(&mut counts)
+            .arg(&mut sorted)
+            .launch(grid(entries, 256))?;
+    }
+    drop((counts, part_fill, staged, sc_buf));
+    prof.mark("place")?;
 
     // 3. Bucket sums.
     let xyzz = G::XYZZ_U64;
@@ -572,28 +783,27 @@ fn msm_chunk<G: MsmGroup>(
     }
     drop((sorted, offsets, head_sum, head_bucket, tail_bucket));
 
-    // 4. Per-window reduction, level by level; each level leaves one point per window.
-    let level_sums = reduce_windows::<G>(stream, k, buckets, m, nwin)?;
-    prof.mark("reduce")?;
+    // 4. Per-set reduction, level by level; each level leaves one point per set.
+    let level_sums = reduce_windows::<G>(stream, k, buckets, m, sets, &mut prof)?;
 
-    // 5. On the host: levels (W = S_0 + L (S_1 + L (...))), then windows (Horner in 2^c).
+    // 5. On the host: levels (S = S_0 + L (S_1 + L (...))), then sets (Horner in 2^(c fold)).
     let jac = G::XYZZ_U64 * 3 / 4;
     let mut host_levels = Vec::with_capacity(level_sums.len());
     for s in &level_sums {
-        let mut out = unsafe { stream.alloc::<u64>(nwin as usize * jac) }?;
+        let mut out = unsafe { stream.alloc::<u64>(sets as usize * jac) }?;
         unsafe {
             stream
                 .launch_builder(&k.to_jacobian)
                 .arg(s)
                 .arg(&mut out)
-                .arg(&nwin)
-                .launch(grid(nwin, 32))?;
+                .arg(&sets)
+                .launch(grid(sets, 32))?;
         }
         host_levels.push(stream.clone_dtoh(&out)?);
     }
     let mut result = G::identity();
-    for w in (0..nwin as usize).rev() {
-        for _ in 0..c {
+    for w in (0..sets as usize).rev() {
+        for _ in 0..c * plan.fold {
             result = G::double(&result);
         }
         let mut win = G::identity();
@@ -617,6 +827,7 @@ fn reduce_windows<G: MsmGroup>(
     buckets: CudaSlice<u64>,
     len: u32,
     nwin: u32,
+    prof: &mut Profile,
 ) -> Result<Vec<CudaSlice<u64>>> {
     let xyzz = G::XYZZ_U64;
     let l = REDUCE_L;
@@ -641,7 +852,9 @@ fn reduce_windows<G: MsmGroup>(
                 .arg(&mut run)
                 .launch(grid(s * nwin, 128))?;
         }
+        prof.mark(&format!("reduce{}", levels.len()))?;
         levels.push(sum_windows::<G>(stream, k, acc, sp, nwin)?);
+        prof.mark(&format!("sum{}", levels.len() - 1))?;
         if s == 1 {
             return Ok(levels);
         }

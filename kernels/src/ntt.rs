@@ -215,7 +215,6 @@ impl NttState {
             return Ok(k.clone());
         }
         let module = dev.module("ntt")?;
-        keep_pool_memory(dev)?;
         let w = omega(MAX_LOG_RADIX);
         let w_inv = w.invert().unwrap();
         let powers = |base: Scalar| -> Vec<Limbs> {
@@ -337,6 +336,21 @@ impl NttState {
         host: &[Limbs],
         dst: u64,
     ) -> Result<()> {
+        self.upload_staged_each(dev, host, dst, |_, _| Ok(()))?;
+        dev.stream().join(dev.copy_stream())?;
+        Ok(())
+    }
+
+    /// As `upload_staged`, calling `landed(first, count)` as each piece of `host` is queued:
+    /// work the caller then puts on the compute stream runs after that piece has landed,
+    /// while the host stages the next one.
+    pub(crate) fn upload_staged_each(
+        &mut self,
+        dev: &GpuDevice,
+        host: &[Limbs],
+        dst: u64,
+        mut landed: impl FnMut(usize, usize) -> Result<()>,
+    ) -> Result<()> {
         dev.ctx().bind_to_thread()?;
         let copy = dev.copy_stream().clone();
         let st = self.staging(dev)?;
@@ -349,8 +363,9 @@ impl NttState {
             // SAFETY: buf is pinned and stays untouched until done[k] fires.
             unsafe { result::memcpy_htod_async(dst + off, &*buf, copy.cu_stream()) }?;
             st.done[k].record(&copy)?;
+            dev.stream().join(&copy)?;
+            landed(i * STAGING_CHUNK, chunk.len())?;
         }
-        dev.stream().join(&copy)?;
         Ok(())
     }
 
@@ -390,29 +405,6 @@ impl NttState {
         }
         Ok(())
     }
-}
-
-/// Lets the device's default memory pool keep up to POOL_KEEP bytes that stream-ordered
-/// frees return, instead of handing them back to the driver at every synchronisation: a
-/// transform allocates its output (512 MiB at 2^24) each call, and re-mapping that memory
-/// cost about 0.5 ms per call at 2^24 (7.61 ms through this crate against 7.07 ms for the
-/// same kernels in the harness).
-fn keep_pool_memory(dev: &GpuDevice) -> Result<()> {
-    const POOL_KEEP: u64 = 4 << 30;
-    dev.ctx().bind_to_thread()?;
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    let mut keep = POOL_KEEP;
-    // SAFETY: plain driver queries/settings on this context's device; `keep` outlives the call.
-    unsafe {
-        sys::cuDeviceGetDefaultMemPool(&mut pool, dev.ctx().cu_device()).result()?;
-        sys::cuMemPoolSetAttribute(
-            pool,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            &mut keep as *mut u64 as *mut std::ffi::c_void,
-        )
-        .result()?;
-    }
-    Ok(())
 }
 
 fn pow_table_host(base: Scalar, factor: Scalar, log_n: u32) -> (Vec<Limbs>, Vec<Limbs>) {

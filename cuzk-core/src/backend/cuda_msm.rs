@@ -6,6 +6,11 @@
 //! resident budget allows, so a warm proof uploads only scalars. Ad-hoc bases are never
 //! kept. When a new vector does not fit, the least recently used vectors are dropped first;
 //! one that can never fit is uploaded per call instead. `evict` (EvictSRS) frees a set.
+//!
+//! Folding: a vector is kept with precomputed multiples 2^(c k) P (cuzk_kernels::msm::Fold;
+//! fewer bucket additions and one bucket reduction per MSM) when they fit in half of the
+//! budget that other vectors leave free, so that folding one vector never crowds out the
+//! plain copies of the others; with less room it gets fewer copies, or none.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -204,7 +209,7 @@ fn resident<G: Residency>(
         cache.entries.remove(&key);
     }
 
-    let bytes = std::mem::size_of_val(points);
+    let plain = std::mem::size_of_val(points);
     let budget = match cache.budget {
         Some(b) => b,
         None => {
@@ -212,15 +217,17 @@ fn resident<G: Residency>(
             (total as f64 * DEFAULT_RESIDENT_SHARE) as usize
         }
     };
-    if bytes > budget {
+    if plain > budget {
         return Ok(None);
     }
-    cache.shrink_to(budget - bytes);
-    let d = match DeviceBases::<G>::upload(dev, points) {
+    cache.shrink_to(budget - plain);
+    let fold_room = budget.saturating_sub(cache.bytes()) / 2;
+    let d = match DeviceBases::<G>::upload_folded(dev, points, fold_room) {
         Ok(d) => Arc::new(d),
         // Out of device memory right now: run this MSM from host bases, keep nothing.
         Err(_) => return Ok(None),
     };
+    let bytes = d.bytes();
     cache.entries.insert(
         key,
         Entry {

@@ -476,6 +476,22 @@ struct fp_t {
         else
             return mul<U>(a, a);
     }
+    // a^(p-2) = a^-1 (zero gives zero), by square-and-multiply over p - 2's bits. About
+    // 570 products: used only where a batch of inversions shares one (cuda/msm/fold.cuh).
+    CUZK_HD_NOINLINE fp_t inv() const {
+        fp_t r = one();
+#pragma unroll 1
+        for (int i = N - 1; i >= 0; i--) {
+            const uint32_t e = P(i) - (i == 0 ? 2u : 0u);  // p is odd: no borrow
+#pragma unroll 1
+            for (int b = 31; b >= 0; b--) {
+                r = mul<FIOS_CALL>(r, r);
+                if ((e >> b) & 1) r = mul<FIOS_CALL>(r, *this);
+            }
+        }
+        return r;
+    }
+
     // The product every formula uses: even/odd FIOS, fully unrolled and inlined. Measured
     // on the H200 (kernels/bench/msm_harness.cu, G1 2^24 bucket pass, 218M mixed additions,
     // bit-identical bucket sums): CIOS rolled 157.3 ms, FIOS 2 / 4 rows per iteration 108.3

@@ -37,6 +37,12 @@ struct fp2_t {
         return {fp_t::mul<U>(a.c0 + a.c1, a.c0 - a.c1), t.dbl()};
     }
 
+    // 1 / (c0 + c1 u) = (c0 - c1 u) / (c0^2 + c1^2): one inversion in Fp.
+    CUZK_HD fp2_t inv() const {
+        const fp_t t = (c0.sqr() + c1.sqr()).inv();
+        return {c0 * t, (c1 * t).neg()};
+    }
+
     CUZK_HD friend fp2_t operator*(const fp2_t& a, const fp2_t& b) { return mul<FAST_U>(a, b); }
     CUZK_HD fp2_t sqr() const { return square<FAST_U>(*this); }
     // Fp's even/odd FIOS product, unrolled, in one out-of-line copy: a G2 mixed addition
