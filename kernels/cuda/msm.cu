@@ -52,7 +52,7 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
 // unrolled FIOS product G1 at 3 (168 registers, no spill) measured 97.2 ms against 99.5 ms at
 // 4 (128 registers, 36 B of spill) for the G1 2^24 bucket pass (kernels/bench/msm_harness.cu);
 // G2 needs ~252 registers, so 1. The host sizes its segments from the kernel's occupancy.
-#define CUZK_MSM_GROUP(G, F, ACC_BLOCKS)                                                       \
+#define CUZK_MSM_GROUP(G, F, ACC_BLOCKS, REDUCE_INLINE)                                                       \
     __global__ void __launch_bounds__(128, ACC_BLOCKS) msm_accumulate_##G(                                 \
         const affine_t<F>* points, const uint32_t* sorted, const uint32_t* offsets,            \
         uint32_t nb, uint32_t total, uint32_t seg_len, xyzz_t<F>* buckets,                     \
@@ -68,12 +68,12 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
     __global__ void __launch_bounds__(128) msm_reduce_level_##G(                               \
         const xyzz_t<F>* in, uint32_t len, uint32_t L, uint32_t nwin, uint32_t out_stride,     \
         xyzz_t<F>* acc_out, xyzz_t<F>* run_out) {                                              \
-        reduce_level<F>(in, len, L, nwin, out_stride, acc_out, run_out);                       \
+        reduce_level<F, REDUCE_INLINE>(in, len, L, nwin, out_stride, acc_out, run_out);                       \
     }                                                                                          \
     __global__ void __launch_bounds__(128) msm_sum_level_##G(                                  \
         const xyzz_t<F>* in, uint32_t len, uint32_t L, uint32_t nwin, uint32_t out_stride,     \
         xyzz_t<F>* out) {                                                                      \
-        sum_level<F>(in, len, L, nwin, out_stride, out);                                       \
+        sum_level<F, REDUCE_INLINE>(in, len, L, nwin, out_stride, out);                                       \
     }                                                                                          \
     __global__ void msm_xyzz_to_jacobian_##G(const xyzz_t<F>* in, F* out, uint32_t n) {       \
         xyzz_to_jacobian<F>(in, out, n);                                                       \
@@ -84,9 +84,9 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
         fold_bases<F>(in, out, scratch, n, c);                                                 \
     }
 
-CUZK_MSM_GROUP(g1, fp_t, 3)
+CUZK_MSM_GROUP(g1, fp_t, 3, true)
 
 
-CUZK_MSM_GROUP(g2, fp2_t, 1)
+CUZK_MSM_GROUP(g2, fp2_t, 1, false)
 
 }  // extern "C"

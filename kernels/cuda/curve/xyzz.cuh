@@ -87,9 +87,20 @@ struct xyzz_t {
 
     CUZK_HD xyzz_t dbl() const { return dbl(*this); }
     CUZK_HD void add(const xyzz_t& q) { *this = sum(*this, q); }
+    // INLINE: the formula inlined here instead of the shared out-of-line copy (the bucket
+    // reduction's G1 kernels, whose loops are nothing but full additions).
+    template <bool INLINE>
+    CUZK_HD void add(const xyzz_t& q) {
+        if constexpr (INLINE)
+            *this = sum_inline(*this, q);
+        else
+            *this = sum(*this, q);
+    }
+
+    CUZK_HD_NOINLINE static xyzz_t sum(const xyzz_t& p, const xyzz_t& q) { return sum_inline(p, q); }
 
     // p + q, both in XYZZ.
-    CUZK_HD_NOINLINE static xyzz_t sum(const xyzz_t& p, const xyzz_t& q) {
+    CUZK_HD static xyzz_t sum_inline(const xyzz_t& p, const xyzz_t& q) {
         constexpr int U = F::FAST_U;
         if (q.is_inf()) return p;
         if (p.is_inf()) return q;
