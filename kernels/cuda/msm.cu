@@ -52,7 +52,7 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
 // unrolled FIOS product G1 at 3 (168 registers, no spill) measured 97.2 ms against 99.5 ms at
 // 4 (128 registers, 36 B of spill) for the G1 2^24 bucket pass (kernels/bench/msm_harness.cu);
 // G2 needs ~252 registers, so 1. The host sizes its segments from the kernel's occupancy.
-#define CUZK_MSM_GROUP(G, F, ACC_BLOCKS, REDUCE_INLINE)                                                       \
+#define CUZK_MSM_GROUP(G, F, ACC_BLOCKS, REDUCE_INLINE, REDUCE_BLOCKS)                                                       \
     __global__ void __launch_bounds__(128, ACC_BLOCKS) msm_accumulate_##G(                                 \
         const affine_t<F>* points, const uint32_t* sorted, const uint32_t* offsets,            \
         uint32_t nb, uint32_t total, uint32_t seg_len, xyzz_t<F>* buckets,                     \
@@ -65,12 +65,12 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
         const uint32_t* head_bucket, const uint32_t* tail_bucket) {                            \
         accumulate_fixup<F>(nseg, buckets, head_sum, head_bucket, tail_bucket);                \
     }                                                                                          \
-    __global__ void __launch_bounds__(128) msm_reduce_level_##G(                               \
+    __global__ void __launch_bounds__(128, REDUCE_BLOCKS) msm_reduce_level_##G(                               \
         const xyzz_t<F>* in, uint32_t len, uint32_t L, uint32_t nwin, uint32_t out_stride,     \
         xyzz_t<F>* acc_out, xyzz_t<F>* run_out) {                                              \
         reduce_level<F, REDUCE_INLINE>(in, len, L, nwin, out_stride, acc_out, run_out);                       \
     }                                                                                          \
-    __global__ void __launch_bounds__(128) msm_sum_level_##G(                                  \
+    __global__ void __launch_bounds__(128, REDUCE_BLOCKS) msm_sum_level_##G(                                  \
         const xyzz_t<F>* in, uint32_t len, uint32_t L, uint32_t nwin, uint32_t out_stride,     \
         xyzz_t<F>* out) {                                                                      \
         sum_level<F, REDUCE_INLINE>(in, len, L, nwin, out_stride, out);                                       \
@@ -84,9 +84,9 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
         fold_bases<F>(in, out, scratch, n, c);                                                 \
     }
 
-CUZK_MSM_GROUP(g1, fp_t, 3, true)
+CUZK_MSM_GROUP(g1, fp_t, 3, true, 3)
 
 
-CUZK_MSM_GROUP(g2, fp2_t, 1, false)
+CUZK_MSM_GROUP(g2, fp2_t, 1, false, 1)
 
 }  // extern "C"
