@@ -84,7 +84,7 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
         fold_bases<F>(in, out, scratch, n, c);                                                 \
     }
 
-CUZK_MSM_GROUP(g1, fp_t, 3, true, 3)
+CUZK_MSM_GROUP(g1, fp_t, 2, true, 3)
 
 
 CUZK_MSM_GROUP(g2, fp2_t, 1, false, 1)

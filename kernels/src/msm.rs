@@ -34,9 +34,10 @@ use crate::ntt::{DeviceScalars, Limbs};
 /// two, so that the host multiplies by it with doublings. The reduction is bound by its
 /// longest chain of dependent additions (about levels * 2L plus the sums of each level's
 /// acc), not by its total work: with L = 32 a G2 2^22 MSM spent 26 ms here for 1M
-/// additions, about 370 in a chain; L = 8 cuts the chain to about 170.
-const REDUCE_L: u32 = 8;
-const REDUCE_LOG_L: u32 = 3;
+/// additions, about 370 in a chain; L = 8 cut the chain to about 170, L = 4 to about 130
+/// (and gives the first level twice the threads).
+const REDUCE_L: u32 = 4;
+const REDUCE_LOG_L: u32 = 2;
 
 /// Threads per block of the sort's partition pass and its bound on partitions
 /// (PART_BLOCK, MAX_PARTS in cuda/msm/sort.cuh).
@@ -787,20 +788,23 @@ fn msm_chunk<G: MsmGroup>(
     let level_sums = reduce_windows::<G>(stream, k, buckets, m, sets, &mut prof)?;
 
     // 5. On the host: levels (S = S_0 + L (S_1 + L (...))), then sets (Horner in 2^(c fold)).
+    // Every level's points converted into one buffer, then one download.
     let jac = G::XYZZ_U64 * 3 / 4;
-    let mut host_levels = Vec::with_capacity(level_sums.len());
-    for s in &level_sums {
-        let mut out = unsafe { stream.alloc::<u64>(sets as usize * jac) }?;
+    let per_level = sets as usize * jac;
+    let mut out = unsafe { stream.alloc::<u64>(level_sums.len() * per_level) }?;
+    for (i, s) in level_sums.iter().enumerate() {
+        let mut dst = out.slice_mut(i * per_level..(i + 1) * per_level);
         unsafe {
             stream
                 .launch_builder(&k.to_jacobian)
                 .arg(s)
-                .arg(&mut out)
+                .arg(&mut dst)
                 .arg(&sets)
                 .launch(grid(sets, 32))?;
         }
-        host_levels.push(stream.clone_dtoh(&out)?);
     }
+    let all = stream.clone_dtoh(&out)?;
+    let host_levels: Vec<&[u64]> = all.chunks(per_level).collect();
     let mut result = G::identity();
     for w in (0..sets as usize).rev() {
         for _ in 0..c * plan.fold {
