@@ -46,6 +46,9 @@ pub struct EngineConfig {
     /// Bytes that synthesized partitions waiting for (or on) a device may hold together;
     /// 0: half of the machine's memory.
     pub synthesized_memory_bytes: u64,
+    /// Device memory each GPU may keep parameter points in (resident SRS vectors and their
+    /// precomputed multiples, least recently used dropped first); 0: 60% of the device.
+    pub gpu_resident_bytes: u64,
     /// Verify every proof against the verifying key before returning it.
     pub verify_proofs: bool,
     /// How long finished jobs stay available to AwaitProof.
@@ -71,6 +74,7 @@ impl Default for EngineConfig {
             max_queued_jobs: 256,
             max_synthesized_partitions: 2,
             synthesized_memory_bytes: 0,
+            gpu_resident_bytes: 0,
             verify_proofs: true,
             result_retention_secs: 3600,
             timeline: true,

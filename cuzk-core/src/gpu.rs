@@ -115,6 +115,12 @@ fn open_cuda(config: &EngineConfig) -> Result<Vec<Arc<Device>>> {
         .map(|o| {
             let backend = crate::backend::cuda::CudaBackend::new(o as usize)
                 .map_err(|e| Error::Internal(format!("CUDA device {o}: {e}")))?;
+            if config.gpu_resident_bytes > 0 {
+                crate::backend::cuda::msm::set_resident_budget(
+                    backend.device(),
+                    config.gpu_resident_bytes as usize,
+                );
+            }
             let backend: Arc<dyn Backend> = Arc::new(backend);
             Ok(Arc::new(Device::new(format!("cuda{o}"), o, backend)))
         })

@@ -74,8 +74,7 @@ trait TestGroup: Group<Scalar = Scalar> + Send + Sync {
     fn gpu(dev: &GpuDevice, srs: &str, q: Query, p: &[Self::Aff], s: &[Scalar]) -> Self;
     /// Through bases folded into at most `copies` copies, or as many as the plan wants (a
     /// fresh upload per call).
-    fn gpu_folded(dev: &GpuDevice, p: &[Self::Aff], s: &[Scalar], copies: Option<usize>)
-        -> Self;
+    fn gpu_folded(dev: &GpuDevice, p: &[Self::Aff], s: &[Scalar], copies: Option<usize>) -> Self;
     fn aff(&self) -> Self::Aff;
     fn batch(p: &[Self], out: &mut [Self::Aff]);
     fn from_aff(a: Self::Aff) -> Self;
@@ -306,7 +305,11 @@ fn check_edges<G: TestGroup>(dev: &GpuDevice, what: &str, mode: Mode) {
     let big = random_points::<G>(1 << 16, &mut rng).affine;
     let s = vec![Scalar::random(&mut rng); 1 << 16];
     let got = run::<G>(dev, mode, &big, &s);
-    assert_eq!(got.aff(), G::cpu(&big, &s).aff(), "{what} {mode:?} skewed 2^16");
+    assert_eq!(
+        got.aff(),
+        G::cpu(&big, &s).aff(),
+        "{what} {mode:?} skewed 2^16"
+    );
     println!("{what} {mode:?} skewed 2^16: identical");
 }
 
@@ -338,7 +341,12 @@ fn g1_msm_matches_cpu() {
     let Some(dev) = device() else { return };
     check_edges::<G1Projective>(&dev, "G1", Mode::Adhoc);
     check_resident::<G1Projective>(&dev, "G1");
-    check_random::<G1Projective>(&dev, "G1", Mode::Adhoc, env_log("CUZK_MSM_TEST_MAX_LOG", 16));
+    check_random::<G1Projective>(
+        &dev,
+        "G1",
+        Mode::Adhoc,
+        env_log("CUZK_MSM_TEST_MAX_LOG", 16),
+    );
 }
 
 #[test]

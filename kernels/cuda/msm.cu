@@ -50,8 +50,11 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
 
 // ACC_BLOCKS: blocks of 128 the bucket kernel is built to fit per SM (register cap). With the
 // unrolled FIOS product G1 at 3 (168 registers, no spill) measured 97.2 ms against 99.5 ms at
-// 4 (128 registers, 36 B of spill) for the G1 2^24 bucket pass (kernels/bench/msm_harness.cu);
-// G2 needs ~252 registers, so 1. The host sizes its segments from the kernel's occupancy.
+// 4 (128 registers, 36 B of spill) for the G1 2^24 bucket pass (kernels/bench/msm_harness.cu),
+// and through the crate 2 (184 registers) 88.6 ms against 90.7 at 3; G2 needs ~252
+// registers, so 1. The host sizes its segments from the kernel's occupancy.
+// REDUCE_INLINE, REDUCE_BLOCKS: the reduction kernels' full addition inlined (G1) or shared
+// out of line (G2), and their blocks per SM.
 #define CUZK_MSM_GROUP(G, F, ACC_BLOCKS, REDUCE_INLINE, REDUCE_BLOCKS)                                                       \
     __global__ void __launch_bounds__(128, ACC_BLOCKS) msm_accumulate_##G(                                 \
         const affine_t<F>* points, const uint32_t* sorted, const uint32_t* offsets,            \

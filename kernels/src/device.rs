@@ -162,8 +162,10 @@ impl GpuDevice {
     pub fn free_mem(&self) -> Result<usize> {
         self.ctx.bind_to_thread()?;
         let driver = self.ctx.mem_get_info()?.0;
-        let reserved = self.pool_attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?;
-        let used = self.pool_attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
+        let reserved =
+            self.pool_attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?;
+        let used =
+            self.pool_attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
         Ok(driver + reserved.saturating_sub(used) as usize)
     }
 

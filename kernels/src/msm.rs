@@ -220,10 +220,13 @@ fn upload_with_copies<G: MsmGroup>(
     // SAFETY: as in upload_points.
     let elems =
         unsafe { std::slice::from_raw_parts(limbs.as_ptr() as *const Limbs, limbs.len() / 4) };
-    dev.ntt_state().upload_staged(dev, elems, buf.device_ptr())?;
+    dev.ntt_state()
+        .upload_staged(dev, elems, buf.device_ptr())?;
 
     let stream = dev.stream();
-    let kernel = dev.module("msm")?.load_function(&format!("msm_fold_{}", G::NAME))?;
+    let kernel = dev
+        .module("msm")?
+        .load_function(&format!("msm_fold_{}", G::NAME))?;
     let slice = FOLD_SLICE.min(len);
     let scratch = unsafe { stream.alloc::<u64>(slice * G::AFFINE_U64) }?;
     for k in 1..fold.copies as usize {
@@ -897,4 +900,63 @@ fn sum_windows<G: MsmGroup>(
         len = sp;
     }
     Ok(cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const G1_POINT: usize = 96;
+
+    #[test]
+    fn fold_plan_uses_every_window_when_memory_allows() {
+        // The shapes measured on the H200 (kernels/NOTES.md).
+        assert_eq!(
+            plan_fold::<G1>(1 << 24, usize::MAX),
+            Some(Fold { c: 22, copies: 12 })
+        );
+        assert_eq!(
+            plan_fold::<G1>(1 << 26, usize::MAX),
+            Some(Fold { c: 24, copies: 11 })
+        );
+        assert_eq!(
+            plan_fold::<G2>(1 << 22, usize::MAX),
+            Some(Fold { c: 20, copies: 13 })
+        );
+    }
+
+    #[test]
+    fn fold_plan_respects_memory_and_index_limits() {
+        let len = 1 << 20;
+        // Under two copies: no fold.
+        assert_eq!(plan_fold::<G1>(len, 2 * len * G1_POINT - 1), None);
+        assert_eq!(plan_fold::<G1>(0, usize::MAX), None);
+        // Three copies' room: at most three, and enough sets to cover every window.
+        let f = plan_fold::<G1>(len, 3 * len * G1_POINT).unwrap();
+        assert!((2..=3).contains(&f.copies), "{f:?}");
+        let sets = windows(f.c).div_ceil(f.copies);
+        assert!(sets * f.copies >= windows(f.c));
+        // Entries carry copy * len + i in 31 bits.
+        let f = plan_fold::<G1>(1 << 29, usize::MAX).unwrap();
+        assert!(f.copies as usize * (1 << 29) <= 1 << 31, "{f:?}");
+        assert_eq!(plan_fold::<G1>(1 << 31, usize::MAX), None);
+    }
+
+    #[test]
+    fn sort_partitions_cover_every_bucket() {
+        for nb in [
+            1u32,
+            7,
+            512,
+            513,
+            1 << 16,
+            (1 << 21) + 8,
+            13 * ((1 << 19) + 8),
+        ] {
+            let (pshift, nparts) = partitions(nb);
+            assert!(nparts <= MAX_PARTS, "nb={nb}");
+            assert!((nparts as u64) << pshift >= nb as u64, "nb={nb}");
+            assert_eq!((nb - 1) >> pshift, nparts - 1, "nb={nb}");
+        }
+    }
 }
