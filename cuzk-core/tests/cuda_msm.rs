@@ -317,23 +317,33 @@ fn check_resident<G: TestGroup>(dev: &GpuDevice, what: &str) {
     let mut rng = fresh_rng();
     let n = 5000;
     let pts = random_points::<G>(n, &mut rng).affine;
-    let before = gpu::resident_bytes(dev);
-    for round in 0..2 {
+    let srs = format!("resident-test-{what}");
+    let plain = std::mem::size_of_val(&pts[..]);
+    // First use: uploaded plain; second: folded (the budget has room); third: folded, kept.
+    for round in 0..3 {
         let s = random_scalars(n - round, &mut rng); // fewer scalars than bases too
-        let got = G::gpu(dev, "resident-test", Query::L, &pts, &s);
-        assert_eq!(got.aff(), G::cpu(&pts[..s.len()], &s).aff());
+        let got = G::gpu(dev, &srs, Query::L, &pts, &s);
+        assert_eq!(
+            got.aff(),
+            G::cpu(&pts[..s.len()], &s).aff(),
+            "{what} round {round}"
+        );
+        let kept = gpu::resident_set_bytes(dev, &srs);
+        match round {
+            0 => assert_eq!(kept, plain, "{what}: bases not kept plain at first use"),
+            _ => assert!(
+                kept >= 2 * plain,
+                "{what}: bases not folded at round {round}"
+            ),
+        }
     }
-    assert!(
-        gpu::resident_bytes(dev) > before,
-        "{what}: bases were not kept"
-    );
-    gpu::evict(dev, "resident-test");
+    gpu::evict(dev, &srs);
     assert_eq!(
-        gpu::resident_bytes(dev),
-        before,
+        gpu::resident_set_bytes(dev, &srs),
+        0,
         "{what}: evict left bases behind"
     );
-    println!("{what} resident bases: identical, kept, evicted");
+    println!("{what} resident bases: identical, kept plain, then folded, evicted");
 }
 
 #[test]

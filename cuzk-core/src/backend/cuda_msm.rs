@@ -7,10 +7,13 @@
 //! kept. When a new vector does not fit, the least recently used vectors are dropped first;
 //! one that can never fit is uploaded per call instead. `evict` (EvictSRS) frees a set.
 //!
-//! Folding: a vector is kept with precomputed multiples 2^(c k) P (cuzk_kernels::msm::Fold;
-//! fewer bucket additions and one bucket reduction per MSM) when they fit in half of the
-//! budget that other vectors leave free, so that folding one vector never crowds out the
-//! plain copies of the others; with less room it gets fewer copies, or none.
+//! Folding: a vector may be kept with precomputed multiples 2^(c k) P (cuzk_kernels::msm::Fold;
+//! fewer bucket additions and one bucket reduction per MSM). A vector is uploaded plain the
+//! first time; at its second use (by then a proof has uploaded every vector of its
+//! parameter set once) it is folded into as many copies as the budget's free room allows,
+//! once. So folding only ever takes memory that the plain vectors of the sets in use leave
+//! free, and never evicts them: with a 32 GiB PoRep's vectors (~70 GB plain on an H200) there
+//! is no room and nothing folds; a small set (WinningPoSt, tests) folds fully.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -68,6 +71,18 @@ pub fn resident_bytes(dev: &GpuDevice) -> usize {
 
 /// Sets the resident budget of this device in bytes (default: 60% of its memory).
 /// Vectors already resident beyond a lowered budget are dropped, least recently used first.
+/// Device bytes held by one parameter set's resident vectors on this device.
+pub fn resident_set_bytes(dev: &GpuDevice, srs_id: &str) -> usize {
+    let cache = device_cache(dev);
+    let cache = lock(&cache);
+    cache
+        .entries
+        .iter()
+        .filter(|((id, _), _)| id == srs_id)
+        .map(|(_, e)| e.bytes)
+        .sum()
+}
+
 pub fn set_resident_budget(dev: &GpuDevice, bytes: usize) {
     let cache = device_cache(dev);
     let mut cache = lock(&cache);
@@ -96,6 +111,8 @@ struct Entry {
     /// parameter file replaced under the same id) is caught and re-uploaded.
     fingerprint: Vec<u8>,
     last_use: u64,
+    /// Whether folding was considered (at the second use; done or not, only once).
+    fold_considered: bool,
 }
 
 #[derive(Default)]
@@ -199,17 +216,6 @@ fn resident<G: Residency>(
     let now = cache.clock;
     let key = (srs_id.to_owned(), query);
     let print = fingerprint(points);
-    if let Some(e) = cache.entries.get_mut(&key) {
-        if e.fingerprint == print {
-            if let Some(d) = G::unwrap(&e.bases) {
-                e.last_use = now;
-                return Ok(Some(d));
-            }
-        }
-        cache.entries.remove(&key);
-    }
-
-    let plain = std::mem::size_of_val(points);
     let budget = match cache.budget {
         Some(b) => b,
         None => {
@@ -217,25 +223,81 @@ fn resident<G: Residency>(
             (total as f64 * DEFAULT_RESIDENT_SHARE) as usize
         }
     };
+    let mut refold = false;
+    if let Some(e) = cache.entries.get_mut(&key) {
+        if e.fingerprint == print {
+            if let Some(d) = G::unwrap(&e.bases) {
+                e.last_use = now;
+                if e.fold_considered || d.fold().is_some() {
+                    return Ok(Some(d));
+                }
+                e.fold_considered = true;
+                refold = true;
+            }
+        }
+        if !refold {
+            cache.entries.remove(&key);
+        }
+    }
+
+    if refold {
+        // Second use: fold into this vector's bytes plus the room nothing else uses.
+        let room = budget.saturating_sub(cache.bytes());
+        let plain = std::mem::size_of_val(points);
+        if msm::plan_fold::<G>(points.len(), plain + room).is_some() {
+            // The plain copy goes first, so that the folded one can take its memory.
+            cache.entries.remove(&key);
+            let d = upload(dev, points, plain + room)?;
+            if let Some(d) = &d {
+                insert::<G>(&mut cache, key, d.clone(), print, now, true);
+            }
+            return Ok(d);
+        }
+        let e = &cache.entries[&key];
+        return Ok(G::unwrap(&e.bases));
+    }
+
+    let plain = std::mem::size_of_val(points);
     if plain > budget {
         return Ok(None);
     }
     cache.shrink_to(budget - plain);
-    let fold_room = budget.saturating_sub(cache.bytes()) / 2;
-    let d = match DeviceBases::<G>::upload_folded(dev, points, fold_room) {
-        Ok(d) => Arc::new(d),
-        // Out of device memory right now: run this MSM from host bases, keep nothing.
-        Err(_) => return Ok(None),
-    };
+    let d = upload(dev, points, plain)?;
+    if let Some(d) = &d {
+        insert::<G>(&mut cache, key, d.clone(), print, now, false);
+    }
+    Ok(d)
+}
+
+/// The vector on the device, folded into at most `max_bytes`; None when the device is out of
+/// memory right now (the MSM then runs from host bases and nothing is kept).
+fn upload<G: Residency>(
+    dev: &GpuDevice,
+    points: &[G::Affine],
+    max_bytes: usize,
+) -> Result<Option<Arc<DeviceBases<G>>>, BackendError> {
+    Ok(DeviceBases::<G>::upload_folded(dev, points, max_bytes)
+        .ok()
+        .map(Arc::new))
+}
+
+fn insert<G: Residency>(
+    cache: &mut DeviceCache,
+    key: (String, Query),
+    d: Arc<DeviceBases<G>>,
+    fingerprint: Vec<u8>,
+    now: u64,
+    fold_considered: bool,
+) {
     let bytes = d.bytes();
     cache.entries.insert(
         key,
         Entry {
-            bases: G::wrap(d.clone()),
+            bases: G::wrap(d),
             bytes,
-            fingerprint: print,
+            fingerprint,
             last_use: now,
+            fold_considered,
         },
     );
-    Ok(Some(d))
 }
