@@ -667,7 +667,7 @@ fn msm_chunk<G: MsmGroup>(
 
     // 1. Scalars through part 1's pinned double-buffered staging (about 3x a pageable copy
     // here); as each piece lands, the device makes its scalars canonical and counts their
-    // digits (rank of each in its bucket) while the host stages the next piece.
+    // digits per bucket while the host stages the next piece.
     let sc_buf = DeviceScalars::alloc(dev, n)?;
     let sc = sc_buf.device_ptr();
     let mut counts = stream.alloc_zeros::<u32>(nb as usize)?;
