@@ -8,8 +8,10 @@
 //! the arithmetic right?). The client's clock is checked against the daemon's: a caller
 //! cannot see a proof finish sooner than the daemon finished it.
 
+mod common;
+
+use common::param_dir;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use clap::{Args, FromArgMatches};
 use cuzk_client::bench::stats::{self, ProofRecord, SweepRow, SweepStep};
@@ -21,16 +23,6 @@ const COUNT: usize = 4;
 const WARMUP: usize = 1;
 const PARTITIONS: usize = 2;
 const LEVELS: [usize; 2] = [1, 2];
-
-/// Shared with the daemon tests: parameter files persist across runs.
-fn param_dir() -> PathBuf {
-    std::env::var_os("CUZK_PARAM_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/tmp".into()))
-                .join(".cache/cuzk/params")
-        })
-}
 
 /// The flags exactly as a user types them after `cuzk-client bench`.
 fn bench_args(flags: &[String]) -> BenchArgs {

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{await_done, synthetic, verify_synthetic, Daemon, Event};
+use common::{await_done, submit, synthetic, verify_synthetic, Daemon, Event};
 use cuzk_client::rpc;
 use cuzk_core::kinds::KindRequest;
 use cuzk_core::{Priority, ProofKind};
@@ -19,12 +19,7 @@ async fn proves_several_sizes_concurrently_and_timeline_is_complete() {
     let jobs = [(10u32, 1u32, 5u64), (12, 2, 6), (11, 3, 7), (10, 1, 8)];
     let mut ids = Vec::new();
     for (log, parts, seed) in jobs {
-        let r = d
-            .client
-            .submit_proof(synthetic(log, parts, seed, None))
-            .await
-            .unwrap();
-        ids.push(r.into_inner().job_id);
+        ids.push(submit(&mut d.client, synthetic(log, parts, seed, None)).await);
     }
     // Await concurrently from separate connections.
     let mut waits = Vec::new();
@@ -108,20 +103,14 @@ async fn critical_job_submitted_behind_normal_ones_starts_first() {
     .await;
     let mut normal = Vec::new();
     for seed in 0..4 {
-        let r = d
-            .client
-            .submit_proof(synthetic(13, 1, 100 + seed, Some(Priority::Normal)))
-            .await
-            .unwrap();
-        normal.push(r.into_inner().job_id);
+        let req = synthetic(13, 1, 100 + seed, Some(Priority::Normal));
+        normal.push(submit(&mut d.client, req).await);
     }
-    let critical = d
-        .client
-        .submit_proof(synthetic(10, 1, 200, Some(Priority::Critical)))
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
+    let critical = submit(
+        &mut d.client,
+        synthetic(10, 1, 200, Some(Priority::Critical)),
+    )
+    .await;
     for id in normal.iter().chain([&critical]) {
         let r = await_done(&mut d.client, id).await;
         assert_eq!(
@@ -157,26 +146,11 @@ async fn cancel_a_queued_job_and_bad_input_gets_clear_errors() {
     let c = &mut d.client;
     // A long job occupies the only synthesis worker: its later partitions stay queued ahead
     // of the jobs below while the device (prove queue of 2) holds the worker back...
-    let busy = c
-        .submit_proof(synthetic(16, 6, 1, None))
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
+    let busy = submit(c, synthetic(16, 6, 1, None)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     // ...so these wait in the queue.
-    let queued = c
-        .submit_proof(synthetic(10, 1, 2, None))
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
-    let _second = c
-        .submit_proof(synthetic(10, 1, 3, None))
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
+    let queued = submit(c, synthetic(10, 1, 2, None)).await;
+    let _second = submit(c, synthetic(10, 1, 3, None)).await;
     // The queue holds 2 jobs: the next is refused.
     let full = c.submit_proof(synthetic(10, 1, 4, None)).await.unwrap_err();
     assert_eq!(full.code(), Code::ResourceExhausted, "{full:?}");
@@ -291,20 +265,8 @@ async fn request_id_is_idempotent_and_unix_socket_serves() {
     let mut d = Daemon::start(&["--unix-socket", sock.to_str().unwrap()]).await;
     let mut req = synthetic(10, 1, 9, None);
     req.request_id = "curio-42".into();
-    let a = d
-        .client
-        .submit_proof(req.clone())
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
-    let b = d
-        .client
-        .submit_proof(req)
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
+    let a = submit(&mut d.client, req.clone()).await;
+    let b = submit(&mut d.client, req).await;
     assert_eq!(a, b);
 
     use std::os::unix::fs::PermissionsExt;

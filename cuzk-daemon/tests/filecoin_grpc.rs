@@ -3,7 +3,9 @@
 //! sent over gRPC, and the returned proofs checked by the stock verifiers (verify_seal,
 //! verify_winning_post, verify_window_post, verify_empty_sector_update_proof).
 
-use std::path::PathBuf;
+mod common;
+
+use common::{await_done, param_dir};
 
 use cuzk_client::rpc;
 use cuzk_client::spawn::SpawnedDaemon;
@@ -13,15 +15,6 @@ use cuzk_proto::v1 as pb;
 use pb::await_proof_response::Status as AwaitStatus;
 
 const SECTOR_2K: u64 = 2048;
-
-fn param_dir() -> PathBuf {
-    std::env::var_os("CUZK_PARAM_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/tmp".into()))
-                .join(".cache/cuzk/params")
-        })
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn four_filecoin_kinds_over_grpc_pass_the_stock_verifiers() {
@@ -60,14 +53,7 @@ async fn four_filecoin_kinds_over_grpc_pass_the_stock_verifiers() {
         let partitions = build_task(&req).unwrap().partitions();
         let wire = rpc::submit_request(req.clone(), None, format!("e2e-{kind}"));
         let id = client.submit_proof(wire).await.unwrap().into_inner().job_id;
-        let r = client
-            .await_proof(pb::AwaitProofRequest {
-                job_id: id,
-                timeout_ms: 0,
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let r = await_done(&mut client, &id).await;
         assert_eq!(
             r.status,
             AwaitStatus::Completed as i32,

@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{await_done, has, synthetic, verify_synthetic, Daemon, Event};
+use common::{await_done, has, submit, synthetic, verify_synthetic, Daemon, Event};
 use cuzk_client::rpc::Client;
 use cuzk_core::journal::Recovered;
 use cuzk_proto::v1 as pb;
@@ -41,8 +41,7 @@ type Spec = (u32, u32, u64);
 async fn submit_all(c: &mut Client, specs: &[Spec]) -> Vec<String> {
     let mut ids = Vec::new();
     for &(log, parts, seed) in specs {
-        let r = c.submit_proof(synthetic(log, parts, seed, None)).await;
-        ids.push(r.unwrap().into_inner().job_id);
+        ids.push(submit(c, synthetic(log, parts, seed, None)).await);
     }
     ids
 }
@@ -194,22 +193,10 @@ async fn request_ids_and_finished_results_survive_a_restart() {
     done_req.request_id = "curio-done".into();
     let mut open_req = synthetic(10, 1, 22, None);
     open_req.request_id = "curio-open".into();
-    let done = d
-        .client
-        .submit_proof(done_req.clone())
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
+    let done = submit(&mut d.client, done_req.clone()).await;
     let proof = await_done(&mut d.client, &done).await;
     assert_eq!(proof.status, AwaitStatus::Completed as i32);
-    let open = d
-        .client
-        .submit_proof(open_req.clone())
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
+    let open = submit(&mut d.client, open_req.clone()).await;
     d.wait_for(
         "the open job on the device",
         Duration::from_secs(30),
@@ -254,13 +241,7 @@ async fn request_ids_and_finished_results_survive_a_restart() {
     assert_eq!(gone.code(), Code::NotFound);
     let mut req = synthetic(10, 1, 21, None);
     req.request_id = "curio-done".into();
-    let fresh = d
-        .client
-        .submit_proof(req)
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
+    let fresh = submit(&mut d.client, req).await;
     assert_ne!(fresh, done);
     // The retention loop (every 5 s) deletes the expired entries from the journal itself.
     tokio::time::sleep(Duration::from_secs(6)).await;
@@ -398,14 +379,7 @@ async fn a_panic_in_one_jobs_synthesis_fails_only_that_job() {
         if i == 1 {
             req.request_id = "poisoned".into();
         }
-        ids.push(
-            d.client
-                .submit_proof(req)
-                .await
-                .unwrap()
-                .into_inner()
-                .job_id,
-        );
+        ids.push(submit(&mut d.client, req).await);
     }
     let r = await_done(&mut d.client, &ids[1]).await;
     assert_eq!(r.status, AwaitStatus::Failed as i32);

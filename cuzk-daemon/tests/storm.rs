@@ -5,7 +5,10 @@
 //! where there is a field), the daemon must stay up, and every valid job must complete with
 //! a proof that verifies.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{await_done, param_dir};
+use std::path::Path;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut};
@@ -21,15 +24,6 @@ use pb::await_proof_response::Status as AwaitStatus;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::Code;
-
-fn param_dir() -> PathBuf {
-    std::env::var_os("CUZK_PARAM_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/tmp".into()))
-                .join(".cache/cuzk/params")
-        })
-}
 
 const LOG_SIZE: u32 = 10;
 const PARTITIONS: u32 = 2;
@@ -413,14 +407,7 @@ async fn valid_job(addr: String, seed: u64) {
         .expect("a valid job is accepted during the storm")
         .into_inner()
         .job_id;
-    let r = c
-        .await_proof(pb::AwaitProofRequest {
-            job_id: id.clone(),
-            timeout_ms: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = await_done(&mut c, &id).await;
     assert_eq!(
         r.status,
         AwaitStatus::Completed as i32,

@@ -216,12 +216,8 @@ fn upload_with_copies<G: MsmGroup>(
     let point_bytes = G::AFFINE_U64 * 8;
     let elems_per_point = G::AFFINE_U64 / 4;
     let buf = DeviceScalars::alloc(dev, fold.copies as usize * len * elems_per_point)?;
-    let limbs = affine_limbs::<G>(points);
-    // SAFETY: as in upload_points.
-    let elems =
-        unsafe { std::slice::from_raw_parts(limbs.as_ptr() as *const Limbs, limbs.len() / 4) };
     dev.ntt_state()
-        .upload_staged(dev, elems, buf.device_ptr())?;
+        .upload_staged(dev, point_elems::<G>(points), buf.device_ptr())?;
 
     let stream = dev.stream();
     let kernel = dev
@@ -294,12 +290,7 @@ const REDUCE_COST: u64 = 6;
 /// Points through the pinned, double-buffered staging of [`DeviceScalars`]: an affine point
 /// is a whole number of 32-byte elements (3 in G1, 6 in G2), and the staging moves bytes.
 fn upload_points<G: MsmGroup>(dev: &GpuDevice, points: &[G::Affine]) -> Result<DeviceScalars> {
-    let limbs = affine_limbs::<G>(points);
-    // SAFETY: u64 limbs regrouped by four; [u64; 4] has u64's alignment and the length is a
-    // multiple of 4 (AFFINE_U64 is 12 or 24).
-    let elems =
-        unsafe { std::slice::from_raw_parts(limbs.as_ptr() as *const Limbs, limbs.len() / 4) };
-    DeviceScalars::upload(dev, elems)
+    DeviceScalars::upload(dev, point_elems::<G>(points))
 }
 
 /// Where an MSM's bases are: still on the host (uploaded chunk by chunk for this call), or
@@ -318,12 +309,19 @@ impl<G: MsmGroup> Bases<'_, G> {
     }
 }
 
-fn affine_limbs<G: MsmGroup>(points: &[G::Affine]) -> &[u64] {
+/// Affine points as the 32-byte elements the pinned staging moves: a point is a whole number
+/// of them (3 in G1, 6 in G2).
+fn point_elems<G: MsmGroup>(points: &[G::Affine]) -> &[Limbs] {
     assert_eq!(std::mem::size_of::<G::Affine>(), G::AFFINE_U64 * 8);
+    const _: () = assert!(std::mem::align_of::<Limbs>() == std::mem::align_of::<u64>());
     // SAFETY: blstrs' affine points are #[repr(transparent)] over blst's #[repr(C)] affine
-    // structs of u64 limbs (checked size above); any bit pattern is a valid u64.
+    // structs of u64 limbs (checked size above), so any point's bytes are valid limbs;
+    // [u64; 4] has u64's alignment and AFFINE_U64 (12 or 24) is a multiple of 4.
     unsafe {
-        std::slice::from_raw_parts(points.as_ptr() as *const u64, points.len() * G::AFFINE_U64)
+        std::slice::from_raw_parts(
+            points.as_ptr() as *const Limbs,
+            points.len() * G::AFFINE_U64 / 4,
+        )
     }
 }
 
@@ -663,7 +661,6 @@ fn msm_chunk<G: MsmGroup>(
         stream,
         format!("{} n={n} c={c} fold={} sets={sets}", G::NAME, plan.fold),
     );
-    prof.mark("bases")?;
 
     // 1. Scalars through part 1's pinned double-buffered staging (about 3x a pageable copy
     // here); as each piece lands, the device makes its scalars canonical and counts their

@@ -71,6 +71,13 @@ struct PowTable {
     bits: u32,
 }
 
+impl PowTable {
+    /// The kernels' (lo, hi, bits) arguments for an optional table; all zero for none.
+    fn args(t: Option<&PowTable>) -> (u64, u64, u32) {
+        t.map_or((0, 0, 0), |t| (t.lo.ptr, t.hi.ptr, t.bits))
+    }
+}
+
 /// Everything a domain of 2^log_n needs on the device, built once and kept.
 struct Domain {
     omega: PowTable,
@@ -116,6 +123,17 @@ struct Kernels {
     /// w_1024^e and w_1024^-e for e < 512: the radix stages' twiddles for every domain.
     roots: DeviceScalars,
     roots_inv: DeviceScalars,
+}
+
+impl Kernels {
+    /// The radix stages' root table for this direction.
+    fn roots(&self, inverse: bool) -> u64 {
+        if inverse {
+            self.roots_inv.ptr
+        } else {
+            self.roots.ptr
+        }
+    }
 }
 
 struct Staging {
@@ -482,13 +500,8 @@ impl NttState {
         scale: Option<&PowTable>,
     ) -> Result<()> {
         let f = if dit { &k.pass_dit } else { &k.pass_dif };
-        let roots = if inverse {
-            k.roots_inv.ptr
-        } else {
-            k.roots.ptr
-        };
-        let (sc_lo, sc_hi, sc_bits) =
-            scale.map_or((0u64, 0u64, 0u32), |t| (t.lo.ptr, t.hi.ptr, t.bits));
+        let roots = k.roots(inverse);
+        let (sc_lo, sc_hi, sc_bits) = PowTable::args(scale);
         let cfg = LaunchConfig {
             grid_dim: (1u32 << (log_n - m - c), 1, 1),
             block_dim: (THREADS_PER_PASS, 1, 1),
@@ -531,11 +544,7 @@ impl NttState {
         blocks: Option<(u32, u32)>,
     ) -> Result<()> {
         let f = if dit { &k.regs_dit } else { &k.regs_dif };
-        let roots = if inverse {
-            k.roots_inv.ptr
-        } else {
-            k.roots.ptr
-        };
+        let roots = k.roots(inverse);
         let tw = if inverse { &d.omega_inv } else { &d.omega };
         let direct = match &d.direct {
             Some(t) if lo != 0 && lo + m == t.log => {
@@ -547,10 +556,8 @@ impl NttState {
             }
             _ => 0u64,
         };
-        let split =
-            |t: Option<&PowTable>| t.map_or((0u64, 0u64, 0u32), |t| (t.lo.ptr, t.hi.ptr, t.bits));
-        let (sc_lo, sc_hi, sc_bits) = split(scale);
-        let (osc_lo, osc_hi, osc_bits) = split(out_scale);
+        let (sc_lo, sc_hi, sc_bits) = PowTable::args(scale);
+        let (osc_lo, osc_hi, osc_bits) = PowTable::args(out_scale);
         let bitrev = u32::from(inp != out);
         let all = 1u32 << (log_n - m - c);
         let (block0, count) = blocks.unwrap_or((0, all));
@@ -692,8 +699,7 @@ impl NttState {
         log_n: u32,
         scale: Option<&PowTable>,
     ) -> Result<()> {
-        let (sc_lo, sc_hi, sc_bits) =
-            scale.map_or((0u64, 0u64, 0u32), |t| (t.lo.ptr, t.hi.ptr, t.bits));
+        let (sc_lo, sc_hi, sc_bits) = PowTable::args(scale);
         let mut b = dev.stream().launch_builder(&k.bit_reverse);
         b.arg(&out)
             .arg(&inp)

@@ -69,8 +69,6 @@ pub fn resident_bytes(dev: &GpuDevice) -> usize {
     lock(&device_cache(dev)).bytes()
 }
 
-/// Sets the resident budget of this device in bytes (default: 60% of its memory).
-/// Vectors already resident beyond a lowered budget are dropped, least recently used first.
 /// Device bytes held by one parameter set's resident vectors on this device.
 pub fn resident_set_bytes(dev: &GpuDevice, srs_id: &str) -> usize {
     let cache = device_cache(dev);
@@ -83,6 +81,8 @@ pub fn resident_set_bytes(dev: &GpuDevice, srs_id: &str) -> usize {
         .sum()
 }
 
+/// Sets the resident budget of this device in bytes (default: 60% of its memory).
+/// Vectors already resident beyond a lowered budget are dropped, least recently used first.
 pub fn set_resident_budget(dev: &GpuDevice, bytes: usize) {
     let cache = device_cache(dev);
     let mut cache = lock(&cache);
@@ -223,50 +223,63 @@ fn resident<G: Residency>(
             (total as f64 * DEFAULT_RESIDENT_SHARE) as usize
         }
     };
-    let mut refold = false;
-    if let Some(e) = cache.entries.get_mut(&key) {
-        if e.fingerprint == print {
-            if let Some(d) = G::unwrap(&e.bases) {
-                e.last_use = now;
-                if e.fold_considered || d.fold().is_some() {
-                    return Ok(Some(d));
-                }
-                e.fold_considered = true;
-                refold = true;
-            }
-        }
-        if !refold {
-            cache.entries.remove(&key);
-        }
-    }
 
-    if refold {
-        // Second use: fold into this vector's bytes plus the room nothing else uses.
-        let room = budget.saturating_sub(cache.bytes());
-        let plain = std::mem::size_of_val(points);
-        if msm::plan_fold::<G>(points.len(), plain + room).is_some() {
-            // The plain copy goes first, so that the folded one can take its memory.
-            cache.entries.remove(&key);
-            let d = upload(dev, points, plain + room)?;
-            if let Some(d) = &d {
-                insert::<G>(&mut cache, key, d.clone(), print, now, true);
-            }
-            return Ok(d);
+    // A hit (the same vector under this key): (bases, whether this is a repeat use).
+    let hit = cache
+        .entries
+        .get_mut(&key)
+        .filter(|e| e.fingerprint == print)
+        .and_then(|e| {
+            e.last_use = now;
+            let d = G::unwrap(&e.bases)?;
+            Some((d, std::mem::replace(&mut e.fold_considered, true)))
+        });
+    match hit {
+        Some((d, repeat)) if repeat || d.fold().is_some() => return Ok(Some(d)),
+        Some((d, _)) => {
+            return Ok(fold_on_second_use(
+                dev, &mut cache, key, d, points, budget, now,
+            ))
         }
-        let e = &cache.entries[&key];
-        return Ok(G::unwrap(&e.bases));
-    }
+        // Missing, or another vector under this key: (re)upload it.
+        None => cache.entries.remove(&key),
+    };
 
     let plain = std::mem::size_of_val(points);
     if plain > budget {
         return Ok(None);
     }
     cache.shrink_to(budget - plain);
-    let d = upload(dev, points, plain)?;
+    let d = upload(dev, points, plain);
     if let Some(d) = &d {
         insert::<G>(&mut cache, key, d.clone(), print, now, false);
     }
     Ok(d)
+}
+
+/// The second use of a plain resident vector: folded into its own bytes plus the room the
+/// budget has left, if that holds two copies or more; else kept as it is.
+fn fold_on_second_use<G: Residency>(
+    dev: &GpuDevice,
+    cache: &mut DeviceCache,
+    key: (String, Query),
+    plain: Arc<DeviceBases<G>>,
+    points: &[G::Affine],
+    budget: usize,
+    now: u64,
+) -> Option<Arc<DeviceBases<G>>> {
+    let room = plain.bytes() + budget.saturating_sub(cache.bytes());
+    if msm::plan_fold::<G>(points.len(), room).is_none() {
+        return Some(plain);
+    }
+    // The plain copy goes first, so that the folded one can take its memory.
+    let print = cache.entries.remove(&key).map(|e| e.fingerprint)?;
+    drop(plain);
+    let d = upload(dev, points, room);
+    if let Some(d) = &d {
+        insert::<G>(cache, key, d.clone(), print, now, true);
+    }
+    d
 }
 
 /// The vector on the device, folded into at most `max_bytes`; None when the device is out of
@@ -275,10 +288,10 @@ fn upload<G: Residency>(
     dev: &GpuDevice,
     points: &[G::Affine],
     max_bytes: usize,
-) -> Result<Option<Arc<DeviceBases<G>>>, BackendError> {
-    Ok(DeviceBases::<G>::upload_folded(dev, points, max_bytes)
+) -> Option<Arc<DeviceBases<G>>> {
+    DeviceBases::<G>::upload_folded(dev, points, max_bytes)
         .ok()
-        .map(Arc::new))
+        .map(Arc::new)
 }
 
 fn insert<G: Residency>(

@@ -178,6 +178,11 @@ pub fn verify_synthetic(proof: &[u8], log: u32, partitions: u32, seed: u64) {
     }
 }
 
+/// Submits `req`, which must be accepted; returns its job id.
+pub async fn submit(c: &mut Client, req: pb::SubmitProofRequest) -> String {
+    c.submit_proof(req).await.unwrap().into_inner().job_id
+}
+
 pub async fn await_done(c: &mut Client, id: &str) -> pb::AwaitProofResponse {
     c.await_proof(pb::AwaitProofRequest {
         job_id: id.into(),
