@@ -13,6 +13,8 @@ pub mod gpu;
 pub mod job;
 pub mod journal;
 pub mod kinds;
+pub mod matrices;
+pub mod matrix_synth;
 pub mod metrics;
 pub mod pipeline;
 pub mod prove;
@@ -22,6 +24,7 @@ pub mod srs;
 pub mod synth;
 pub mod test_hooks;
 pub mod timeline;
+pub mod witness;
 
 pub use config::EngineConfig;
 pub use engine::Engine;

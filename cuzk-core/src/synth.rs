@@ -12,6 +12,12 @@ use bellpepper_core::{
 use blstrs::Scalar;
 use ff::Field;
 
+pub use crate::matrix_synth::{
+    last_timings, matrices_fallbacks, matrix_cache, set_synthesis_path, synthesis_path,
+    synthesize_cached, synthesize_shaped, synthesize_shaped_split, synthesize_split, PathTimings,
+    SynthesisPath,
+};
+
 /// A set of variable indices, as a bitmap plus its population count. The proving key stores
 /// query points only for the variables in the set, so an MSM over a density-selected subset
 /// uses the next base for each set bit.
@@ -33,6 +39,15 @@ impl Density {
         d
     }
 
+    /// A set over `len` variables, no members yet.
+    pub(crate) fn with_len(len: usize) -> Self {
+        Density {
+            words: vec![0; len.div_ceil(64)],
+            len,
+            total: 0,
+        }
+    }
+
     fn push(&mut self) {
         if self.len.is_multiple_of(64) {
             self.words.push(0);
@@ -40,7 +55,7 @@ impl Density {
         self.len += 1;
     }
 
-    fn insert(&mut self, i: usize) {
+    pub(crate) fn insert(&mut self, i: usize) {
         let (w, bit) = (i / 64, 1u64 << (i % 64));
         if self.words[w] & bit == 0 {
             self.words[w] |= bit;
@@ -123,6 +138,28 @@ impl Synthesized {
     /// The public inputs a verifier passes (without the leading one).
     pub fn public_inputs(&self) -> &[Scalar] {
         &self.input[1..]
+    }
+
+    /// The first field in which two syntheses differ (None: identical), for the tests and
+    /// the benchmark that compare the two paths.
+    pub fn first_difference(&self, other: &Synthesized) -> Option<&'static str> {
+        let fields = [
+            ("a", self.a == other.a),
+            ("b", self.b == other.b),
+            ("c", self.c == other.c),
+            ("input", self.input == other.input),
+            ("aux", self.aux == other.aux),
+            ("a_aux_density", self.a_aux_density == other.a_aux_density),
+            (
+                "b_input_density",
+                self.b_input_density == other.b_input_density,
+            ),
+            ("b_aux_density", self.b_aux_density == other.b_aux_density),
+        ];
+        fields
+            .into_iter()
+            .find(|(_, same)| !same)
+            .map(|(name, _)| name)
     }
 
     /// Bytes held, for the engine's memory budget.

@@ -93,25 +93,57 @@ pub fn build_task(req: &KindRequest) -> Result<Arc<dyn ProofTask>> {
     }
 }
 
-/// Build and synthesize one partition's circuit. The proof crates' circuit code asserts on
-/// shapes it assumes; admission checks the shapes it can, and a panic from a malformed
-/// witness that slipped through fails the job instead of the worker thread.
+/// Build and synthesize one partition's circuit, of circuit shape `shape` (the parameter
+/// set's identifier: one proving key, one set of constraint matrices). The proof crates'
+/// circuit code asserts on shapes it assumes; admission checks the shapes it can, and a
+/// panic from a malformed witness that slipped through fails the job instead of the worker
+/// thread.
 pub(crate) fn synthesize_guarded<C>(
     kind: ProofKind,
     index: usize,
-    build: impl FnOnce() -> anyhow::Result<C>,
+    shape: &str,
+    build: impl Fn() -> anyhow::Result<C>,
 ) -> Result<Synthesized>
 where
     C: bellpepper_core::Circuit<Scalar>,
 {
-    let run = || -> Result<Synthesized> {
-        let circuit = build().map_err(|e| {
-            crate::job::Error::Verification(format!(
-                "{kind} partition {index}: building the circuit: {e:#}"
-            ))
-        })?;
-        Ok(crate::synth::synthesize_partition(circuit)?)
-    };
+    let build = || build().map_err(|e| build_error(kind, index, e));
+    guarded(kind, index, || {
+        crate::synth::synthesize_shaped(shape, build)
+    })
+}
+
+/// `synthesize_guarded` for a circuit whose witness can be synthesized in `parts` pieces
+/// (`synth::synthesize_split`): `build_part(j)` builds the j-th.
+pub(crate) fn synthesize_guarded_split<C>(
+    kind: ProofKind,
+    index: usize,
+    shape: &str,
+    build: impl Fn() -> anyhow::Result<C>,
+    parts: usize,
+    build_part: impl Fn(usize) -> anyhow::Result<C> + Sync,
+) -> Result<Synthesized>
+where
+    C: bellpepper_core::Circuit<Scalar>,
+{
+    let build = || build().map_err(|e| build_error(kind, index, e));
+    let build_part = |j| build_part(j).map_err(|e| build_error(kind, index, e));
+    guarded(kind, index, || {
+        crate::synth::synthesize_shaped_split(shape, build, parts, build_part)
+    })
+}
+
+fn build_error(kind: ProofKind, index: usize, e: anyhow::Error) -> crate::job::Error {
+    crate::job::Error::Verification(format!(
+        "{kind} partition {index}: building the circuit: {e:#}"
+    ))
+}
+
+fn guarded(
+    kind: ProofKind,
+    index: usize,
+    run: impl FnOnce() -> Result<Synthesized>,
+) -> Result<Synthesized> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|panic| {
         let msg = panic
             .downcast_ref::<String>()

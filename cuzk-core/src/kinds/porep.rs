@@ -19,7 +19,7 @@ use super::params::{self, ParamSet};
 use super::prover_id::prover_id;
 use super::registered::{seal_proof, seal_proof_abi};
 use super::request::KindRequest;
-use super::{synthesize_guarded, ProofTask};
+use super::{synthesize_guarded_split, ProofTask};
 use crate::job::{Error, ProofKind, Result};
 use crate::srs::{SrsCache, SrsEntry};
 use crate::synth::Synthesized;
@@ -279,7 +279,7 @@ impl<Tree: 'static + MerkleTreeTrait> ProofTask for PorepTask<Tree> {
         let proofs = self.vanilla.get(index).ok_or_else(|| {
             Error::Internal(format!("partition {index} of {}", self.vanilla.len()))
         })?;
-        synthesize_guarded(self.kind(), index, || {
+        let circuit = |proofs: &Vec<stacked::Proof<Tree, DefaultPieceHasher>>| {
             <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
                 &self.pub_inputs,
                 (),
@@ -287,7 +287,21 @@ impl<Tree: 'static + MerkleTreeTrait> ProofTask for PorepTask<Tree> {
                 &self.pub_params,
                 Some(index),
             )
-        })
+        };
+        // The circuit allocates the commitments, then proves each challenge on its own: its
+        // witness can be synthesized a run of challenges per thread.
+        let parts = proofs.len().min(rayon::current_num_threads());
+        // (`circuit` takes a Vec and clones it again; the copy is small beside synthesis.)
+        let run =
+            |j: usize| proofs[j * proofs.len() / parts..(j + 1) * proofs.len() / parts].to_vec();
+        synthesize_guarded_split(
+            self.kind(),
+            index,
+            &self.params.identifier,
+            || circuit(proofs),
+            parts,
+            |j| circuit(&run(j)),
+        )
     }
 
     /// From the public inputs alone (replica id derived from miner, sector, ticket and comm_d;

@@ -207,7 +207,7 @@ impl<Tree: 'static + MerkleTreeTrait> ProofTask for PostTask<Tree> {
                 self.kind
             )));
         }
-        synthesize_guarded(self.kind, index, || {
+        synthesize_guarded(self.kind, index, &self.params.identifier, || {
             <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::circuit(
                 &self.circuit_inputs,
                 Default::default(),

@@ -133,7 +133,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofTask for SnapTa
         let proof = self.vanilla.get(index).ok_or_else(|| {
             Error::Internal(format!("partition {index} of {}", self.vanilla.len()))
         })?;
-        synthesize_guarded(self.kind(), index, || {
+        synthesize_guarded(self.kind(), index, &self.params.identifier, || {
             <Compound<Tree> as CompoundProof<
                 EmptySectorUpdate<Tree>,
                 EmptySectorUpdateCircuit<Tree>,

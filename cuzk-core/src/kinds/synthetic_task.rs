@@ -8,7 +8,7 @@ use super::synthetic::{SyntheticCircuit, MAX_LOG, MIN_LOG};
 use super::ProofTask;
 use crate::job::{Error, ProofKind, Result};
 use crate::srs::{SrsCache, SrsEntry};
-use crate::synth::{synthesize_partition, Synthesized};
+use crate::synth::{synthesize_shaped, Synthesized};
 
 pub const MAX_PARTITIONS: u32 = 64;
 
@@ -61,7 +61,10 @@ impl ProofTask for SyntheticTask {
     }
 
     fn synthesize(&self, index: usize) -> Result<Synthesized> {
-        Ok(synthesize_partition(self.circuit(index))?)
+        // The circuit's structure depends on its size alone, never on the seed.
+        synthesize_shaped(&SyntheticCircuit::srs_id(self.log_size), || {
+            Ok::<_, Error>(self.circuit(index))
+        })
     }
 
     fn public_inputs(&self, index: usize, _synthesized: &[Scalar]) -> Result<Vec<Scalar>> {

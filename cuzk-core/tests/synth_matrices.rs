@@ -1,0 +1,186 @@
+//! The matrices path (witness-only synthesis + a, b, c from constraint matrices recorded once
+//! per circuit shape) against today's full synthesis, on real 2 KiB circuits of every kind:
+//! identical a, b, c, assignments and densities, for the recording run and for the witness
+//! runs after it; byte-identical proofs for fixed r and s; the matrices through a file and
+//! back; and a damaged or foreign file refused.
+//!
+//! The synthesis path is process-wide, so the tests that switch it hold `PATH_LOCK`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use blstrs::Scalar;
+use cuzk_core::backend::cpu::CpuBackend;
+use cuzk_core::kinds::vectors::{self, Manifest};
+use cuzk_core::kinds::{build_task, params, ProofTask};
+use cuzk_core::matrices::{read_matrices, write_matrices, MatrixCache, Recorded};
+use cuzk_core::prove::{assemble, proof_bytes, prove_on_device};
+use cuzk_core::srs::SrsCache;
+use cuzk_core::synth::{
+    matrices_fallbacks, matrix_cache, set_synthesis_path, SynthesisPath, Synthesized,
+};
+use cuzk_core::ProofKind;
+
+const SIZE: u64 = 2048;
+const KINDS: [ProofKind; 4] = [
+    ProofKind::PorepSealCommit,
+    ProofKind::WinningPost,
+    ProofKind::WindowPostPartition,
+    ProofKind::SnapDealsUpdate,
+];
+
+static PATH_LOCK: Mutex<()> = Mutex::new(());
+
+fn path_lock() -> MutexGuard<'static, ()> {
+    PATH_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn param_dir() -> PathBuf {
+    if let Some(d) =
+        std::env::var_os("CUZK_TEST_PARAMS").or_else(|| std::env::var_os("CUZK_PARAM_CACHE"))
+    {
+        return PathBuf::from(d);
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => Path::new(&home).join(".cache/cuzk/params"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/cuzk-test-params"),
+    }
+}
+
+/// The 2 KiB parameters (the same cache filecoin.rs fills), generated when missing.
+fn srs() -> &'static SrsCache {
+    static SRS: OnceLock<SrsCache> = OnceLock::new();
+    SRS.get_or_init(|| {
+        let dir = param_dir();
+        params::generate(SIZE, &KINDS, &dir, &mut |p| {
+            eprintln!("params: {} {:?}", p.srs_id, p.state)
+        })
+        .expect("generating 2 KiB parameters");
+        SrsCache::new(dir)
+    })
+}
+
+/// One task of each kind, its vector sealed once per process.
+fn task(kind: ProofKind) -> std::sync::Arc<dyn ProofTask> {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static M: [OnceLock<Manifest>; 4] = [
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+    ];
+    srs(); // the proof crates read their parameter directory once: set it first
+    let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap()).path();
+    let i = KINDS.iter().position(|k| *k == kind).unwrap();
+    let m = M[i].get_or_init(|| vectors::generate(kind, SIZE, dir).expect("sealing a vector"));
+    build_task(&m.request(dir).unwrap()).unwrap()
+}
+
+fn synthesize(task: &dyn ProofTask, index: usize, path: SynthesisPath) -> Synthesized {
+    set_synthesis_path(path);
+    let s = task.synthesize(index).unwrap();
+    set_synthesis_path(SynthesisPath::Full);
+    s
+}
+
+fn assert_same(kind: ProofKind, what: &str, want: &Synthesized, got: &Synthesized) {
+    assert_eq!(
+        want.first_difference(got),
+        None,
+        "{kind}, {what}: differs from full synthesis"
+    );
+}
+
+#[test]
+fn every_kind_matches_full_synthesis_and_proves_the_same_bytes() {
+    let _guard = path_lock();
+    let backend = CpuBackend;
+    let (r, s) = (Scalar::from(0x1234_5678u64), Scalar::from(0x9abc_def0u64));
+    for kind in KINDS {
+        let task = task(kind);
+        let entry = task.params(srs()).unwrap();
+        let fallbacks = matrices_fallbacks();
+        for i in 0..task.partitions() {
+            let full = synthesize(task.as_ref(), i, SynthesisPath::Full);
+            // The first partition of the shape records the matrices, the rest (and a second
+            // pass) take the witness-only path.
+            let first = synthesize(task.as_ref(), i, SynthesisPath::Matrices);
+            let again = synthesize(task.as_ref(), i, SynthesisPath::Matrices);
+            assert_same(kind, "matrices path", &full, &first);
+            assert_same(kind, "witness-only path", &full, &again);
+            assert_eq!(full.a.len(), full.num_constraints());
+            assert!(full.b_aux_density.total() > 0, "{kind}: B is not empty");
+
+            let prove = |synth: Synthesized| {
+                let (msm, _) = prove_on_device(&backend, &entry.params, &entry.id, synth).unwrap();
+                proof_bytes(&assemble(&entry.params.vk, &msm, r, s).unwrap())
+            };
+            let inputs = task.public_inputs(i, full.public_inputs()).unwrap();
+            let want = prove(full);
+            assert_eq!(
+                prove(again),
+                want,
+                "{kind} partition {i}: proof bytes differ"
+            );
+            let proof = bellperson::groth16::Proof::read(&want[..]).unwrap();
+            assert!(
+                bellperson::groth16::verify_proof(&entry.pvk, &proof, &inputs).unwrap(),
+                "{kind} partition {i}: the proof does not verify"
+            );
+        }
+        assert_eq!(
+            matrices_fallbacks(),
+            fallbacks,
+            "{kind}: the matrices path fell back to full synthesis"
+        );
+    }
+}
+
+/// The recorded PoRep matrices through a file: read back equal (the digest too), found by a
+/// fresh cache without recording, and refused when damaged or recorded for another circuit.
+#[test]
+fn matrices_file_round_trip_and_refusals() {
+    let _guard = path_lock();
+    let task = task(ProofKind::PorepSealCommit);
+    let full = synthesize(task.as_ref(), 0, SynthesisPath::Full);
+    let _ = synthesize(task.as_ref(), 0, SynthesisPath::Matrices);
+    let seal = cuzk_core::kinds::registered::default_seal_proof(SIZE).unwrap();
+    let key = params::seal_set(seal).unwrap().identifier;
+    let m = matrix_cache()
+        .get(&key)
+        .expect("the PoRep matrices are recorded under the parameter identifier");
+    assert_eq!(m.num_constraints(), full.num_constraints());
+    assert_eq!(m.a_aux_density, full.a_aux_density);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = MatrixCache::file(dir.path(), &key);
+    write_matrices(&m, &path).unwrap();
+    let back = read_matrices(&path, &key).unwrap();
+    assert_eq!(back, *m);
+
+    // A fresh cache over the directory reads the file instead of recording.
+    let cache = MatrixCache::with_dir(dir.path());
+    match cache.lookup(&key) {
+        Recorded::Ready(found) => assert_eq!(found.digest, m.digest),
+        _ => panic!("the file was not used"),
+    }
+
+    assert!(read_matrices(&path, "another-circuit").is_err());
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(
+        read_matrices(&path, &key).is_err(),
+        "a flipped bit is caught"
+    );
+    // A cache finding a damaged file records anew, and replaces the file.
+    let cache = MatrixCache::with_dir(dir.path());
+    match cache.lookup(&key) {
+        Recorded::Record(ticket) => {
+            ticket.insert((*m).clone());
+        }
+        _ => panic!("a damaged file was used"),
+    }
+    assert_eq!(read_matrices(&path, &key).unwrap().digest, m.digest);
+}
