@@ -50,6 +50,8 @@ struct Row {
     full: Duration,
     record: Duration,
     fast: Duration,
+    cpu_full: Duration,
+    cpu_fast: Duration,
     witness: Duration,
     evaluate: Duration,
     parts: usize,
@@ -83,9 +85,25 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// CPU time of the whole process (every thread), from /proc/self/stat (10 ms ticks): under
+/// load from elsewhere the wall times stretch, the CPU time less so.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    Duration::from_millis(f.iter().sum::<u64>() * 10)
+}
+
 /// One path's run over every partition of a task.
 struct Run {
     time: Duration,
+    cpu: Duration,
     out: Vec<Synthesized>,
     /// Summed over partitions (matrices path only).
     witness: Duration,
@@ -97,9 +115,10 @@ struct Run {
 fn run(task: &dyn ProofTask, path: SynthesisPath) -> Result<Run, String> {
     set_synthesis_path(path);
     reset_peak_rss();
-    let t = Instant::now();
+    let (t, cpu) = (Instant::now(), cpu_time());
     let mut r = Run {
         time: Duration::ZERO,
+        cpu: Duration::ZERO,
         out: Vec::new(),
         witness: Duration::ZERO,
         evaluate: Duration::ZERO,
@@ -118,6 +137,7 @@ fn run(task: &dyn ProofTask, path: SynthesisPath) -> Result<Run, String> {
         }
     }
     r.time = t.elapsed();
+    r.cpu = cpu_time() - cpu;
     r.peak_rss = peak_rss();
     Ok(r)
 }
@@ -142,15 +162,18 @@ fn compare(name: &str, task: &dyn ProofTask, runs: usize) -> Result<Row, String>
     let record = recorded.time;
     drop(recorded);
     let (mut full, mut fast, mut witness, mut evaluate) = (vec![], vec![], vec![], vec![]);
+    let (mut cpu_full, mut cpu_fast) = (vec![], vec![]);
     let (mut rss_full, mut rss_fast, mut parts) = (0, 0, 1);
     for _ in 0..runs {
         let f = run(task, SynthesisPath::Full)?;
         full.push(f.time);
+        cpu_full.push(f.cpu);
         rss_full = rss_full.max(f.peak_rss);
         drop(f);
         let n = run(task, SynthesisPath::Matrices)?;
         check(name, "witness run", &reference, &n.out)?;
         fast.push(n.time);
+        cpu_fast.push(n.cpu);
         witness.push(n.witness);
         evaluate.push(n.evaluate);
         parts = n.parts;
@@ -169,6 +192,8 @@ fn compare(name: &str, task: &dyn ProofTask, runs: usize) -> Result<Row, String>
         full: median(full) / p,
         record: record / p,
         fast: median(fast) / p,
+        cpu_full: median(cpu_full) / p,
+        cpu_fast: median(cpu_fast) / p,
         witness: median(witness) / p,
         evaluate: median(evaluate) / p,
         parts,
@@ -238,12 +263,14 @@ fn main() {
     }
 
     println!(
-        "{:<16} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7} {:>5} {:>8} {:>8} {:>9} {:>9}",
+        "{:<16} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>8} {:>7} {:>5} {:>8} {:>8} {:>9} {:>9}",
         "circuit",
         "rows",
         "full ms",
         "new ms",
         "speedup",
+        "CPU full",
+        "CPU new",
         "witness",
         "a/b/c",
         "parts",
@@ -255,12 +282,14 @@ fn main() {
     let mb = |b: u64| b as f64 / (1 << 20) as f64;
     for r in &rows {
         println!(
-            "{:<16} {:>8} {:>8.1} {:>8.1} {:>6.2}x {:>8.1} {:>7.1} {:>5} {:>8.1} {:>8.1} {:>7.0}MB {:>7.0}MB",
+            "{:<16} {:>8} {:>8.1} {:>8.1} {:>6.2}x {:>8.0} {:>8.0} {:>8.1} {:>7.1} {:>5} {:>8.1} {:>8.1} {:>7.0}MB {:>7.0}MB",
             r.name,
             r.constraints,
             ms(r.full),
             ms(r.fast),
             r.full.as_secs_f64() / r.fast.as_secs_f64(),
+            ms(r.cpu_full),
+            ms(r.cpu_fast),
             ms(r.witness),
             ms(r.evaluate),
             r.parts,
@@ -271,7 +300,7 @@ fn main() {
         );
     }
     println!(
-        "per partition; medians of {runs} runs; {} cores; a/b/c, assignments and densities {}",
+        "per partition (ms); medians of {runs} interleaved runs; {} cores; witness and a/b/c split the new path's time; a/b/c, assignments and densities {}",
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         if failed {
             "DIFFER (see above)"
