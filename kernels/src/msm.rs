@@ -9,7 +9,9 @@
 //! 2. an exclusive scan of the counts, then two passes (by ranges of buckets, then by
 //!    bucket) sort the point indices by bucket (cuda/msm/sort.cuh);
 //! 3. equal-length segments of the sorted list are summed per bucket in XYZZ coordinates
-//!    (one thread per segment; a fix-up pass joins buckets cut by segment boundaries);
+//!    (one thread per segment; the pieces of buckets cut by segment boundaries are joined
+//!    by a segmented reduction in levels, so a bucket of millions of entries, as bit-heavy
+//!    Filecoin witnesses make, costs no more than many small ones);
 //! 4. each window's sum_d d * B_d is reduced on the device in levels of L buckets;
 //! 5. the host combines the handful of remaining points (levels, windows, chunks) with
 //!    blstrs, so the result is a blstrs projective point.
@@ -334,12 +336,46 @@ fn scalar_limbs(scalars: &[Scalar]) -> &[Limbs] {
 
 /// sum_i scalars[i] * bases[i] in G1. `bases.len() >= scalars.len()`; extra bases ignored.
 pub fn msm_g1(dev: &GpuDevice, bases: Bases<'_, G1>, scalars: &[Scalar]) -> Result<G1Projective> {
-    msm::<G1>(dev, bases, scalars)
+    msm::<G1>(dev, bases, Scalars::Host(scalars))
 }
 
 /// sum_i scalars[i] * bases[i] in G2.
 pub fn msm_g2(dev: &GpuDevice, bases: Bases<'_, G2>, scalars: &[Scalar]) -> Result<G2Projective> {
-    msm::<G2>(dev, bases, scalars)
+    msm::<G2>(dev, bases, Scalars::Host(scalars))
+}
+
+/// As [`msm_g1`], with scalars (Fr, Montgomery form) already in device memory, such as the
+/// H polynomial the NTTs left there: no download and re-upload of n scalars over PCIe. The
+/// vector is consumed (the kernels make its scalars canonical in place).
+pub fn msm_g1_device_scalars(
+    dev: &GpuDevice,
+    bases: Bases<'_, G1>,
+    scalars: DeviceScalars,
+) -> Result<G1Projective> {
+    msm::<G1>(dev, bases, Scalars::Device(&scalars))
+}
+
+/// Where an MSM's scalars are.
+#[derive(Clone, Copy)]
+enum Scalars<'a> {
+    Host(&'a [Scalar]),
+    Device(&'a DeviceScalars),
+}
+
+impl Scalars<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Scalars::Host(s) => s.len(),
+            Scalars::Device(d) => d.len(),
+        }
+    }
+
+    fn range(&self, start: usize, end: usize) -> Self {
+        match *self {
+            Scalars::Host(s) => Scalars::Host(&s[start..end]),
+            Scalars::Device(d) => Scalars::Device(d),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -497,7 +533,7 @@ struct Kernels {
     scan_totals: CudaFunction,
     scan_add: CudaFunction,
     accumulate: CudaFunction,
-    fixup: CudaFunction,
+    join_heads: CudaFunction,
     reduce_level: CudaFunction,
     sum_level: CudaFunction,
     to_jacobian: CudaFunction,
@@ -515,7 +551,7 @@ impl Kernels {
             scan_totals: f("msm_scan_totals")?,
             scan_add: f("msm_scan_add")?,
             accumulate: g("msm_accumulate")?,
-            fixup: g("msm_accumulate_fixup")?,
+            join_heads: g("msm_join_heads")?,
             reduce_level: g("msm_reduce_level")?,
             sum_level: g("msm_sum_level")?,
             to_jacobian: g("msm_xyzz_to_jacobian")?,
@@ -571,7 +607,7 @@ impl Drop for Profile {
 fn msm<G: MsmGroup>(
     dev: &GpuDevice,
     bases: Bases<'_, G>,
-    scalars: &[Scalar],
+    scalars: Scalars<'_>,
 ) -> Result<G::Projective> {
     if bases.len() < scalars.len() {
         return Err(GpuError::Invalid(format!(
@@ -602,14 +638,18 @@ fn msm<G: MsmGroup>(
     let mut start = 0;
     while start < n {
         let end = (start + chunk).min(n);
-        match msm_chunk::<G>(dev, &kernels, &bases, start, &scalars[start..end]) {
+        let part = scalars.range(start, end);
+        match msm_chunk::<G>(dev, &kernels, &bases, start, end - start, part) {
             Ok(part) => {
                 total = G::add(&total, &part);
                 start = end;
             }
-            // Memory taken by someone else since we planned: retry this chunk smaller.
+            // Memory taken by someone else since we planned: retry this chunk smaller. Not
+            // with device scalars: the failed chunk may have made them canonical already.
             Err(GpuError::Driver(e))
-                if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY && chunk > 1024 =>
+                if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
+                    && chunk > 1024
+                    && matches!(scalars, Scalars::Host(_)) =>
             {
                 dev.stream().synchronize()?;
                 chunk = chunk.div_ceil(2);
@@ -620,17 +660,18 @@ fn msm<G: MsmGroup>(
     Ok(total)
 }
 
-/// The MSM of one chunk: scalars[i] against bases[offset + i].
+/// The MSM of one chunk of n scalars against bases[offset..offset + n]: `scalars` holds
+/// just the chunk's when they are on the host, the whole vector when on the device.
 fn msm_chunk<G: MsmGroup>(
     dev: &GpuDevice,
     k: &Kernels,
     bases: &Bases<'_, G>,
     offset: usize,
-    scalars: &[Scalar],
+    n: usize,
+    scalars: Scalars<'_>,
 ) -> Result<G::Projective> {
     let stream = dev.stream();
     dev.ctx().bind_to_thread()?;
-    let n = scalars.len();
     let plan = Plan::new(bases, n);
     let Plan { c, nwin, sets, .. } = plan;
     let m = buckets_per_window(c);
@@ -665,11 +706,10 @@ fn msm_chunk<G: MsmGroup>(
     // 1. Scalars through part 1's pinned double-buffered staging (about 3x a pageable copy
     // here); as each piece lands, the device makes its scalars canonical and counts their
     // digits per bucket while the host stages the next piece.
-    let sc_buf = DeviceScalars::alloc(dev, n)?;
-    let sc = sc_buf.device_ptr();
+    // Device scalars are counted in one launch.
     let mut counts = stream.alloc_zeros::<u32>(nb as usize)?;
-    dev.ntt_state()
-        .upload_staged_each(dev, scalar_limbs(scalars), sc, |first, count| {
+    let count_digits =
+        |sc: u64, first: usize, count: usize, counts: &mut CudaSlice<u32>| -> Result<()> {
             let (first, count) = (first as u32, count as u32);
             unsafe {
                 stream
@@ -678,11 +718,28 @@ fn msm_chunk<G: MsmGroup>(
                     .arg(&lay)
                     .arg(&first)
                     .arg(&count)
-                    .arg(&mut counts)
+                    .arg(counts)
                     .launch(grid(count, 256))?;
             }
             Ok(())
-        })?;
+        };
+    let sc_buf;
+    let sc = match scalars {
+        Scalars::Host(host) => {
+            sc_buf = DeviceScalars::alloc(dev, n)?;
+            let sc = sc_buf.device_ptr();
+            dev.ntt_state()
+                .upload_staged_each(dev, scalar_limbs(host), sc, |first, count| {
+                    count_digits(sc, first, count, &mut counts)
+                })?;
+            sc
+        }
+        Scalars::Device(d) => {
+            let sc = d.device_ptr() + (offset * 32) as u64;
+            count_digits(sc, 0, n, &mut counts)?;
+            sc
+        }
+    };
     prof.mark("upload+count")?;
 
     // 2. Bucket offsets (scan), then point indices sorted into bucket order.
@@ -741,7 +798,7 @@ fn msm_chunk<G: MsmGroup>(
             .arg(&mut sorted)
             .launch(grid(entries, 256))?;
     }
-    drop((counts, part_fill, staged, sc_buf));
+    drop((counts, part_fill, staged));
     prof.mark("place")?;
 
     // 3. Bucket sums.
@@ -752,7 +809,6 @@ fn msm_chunk<G: MsmGroup>(
     let segments = entries.div_ceil(seg_len).max(1);
     let mut head_sum = unsafe { stream.alloc::<u64>(segments as usize * xyzz) }?;
     let mut head_bucket = stream.alloc_zeros::<u32>(segments as usize)?;
-    let mut tail_bucket = stream.alloc_zeros::<u32>(segments as usize)?;
     if entries > 0 {
         unsafe {
             stream
@@ -766,23 +822,13 @@ fn msm_chunk<G: MsmGroup>(
                 .arg(&mut buckets)
                 .arg(&mut head_sum)
                 .arg(&mut head_bucket)
-                .arg(&mut tail_bucket)
                 .launch(grid(segments, ACCUMULATE_BLOCK))?;
         }
         prof.mark("accumulate")?;
-        unsafe {
-            stream
-                .launch_builder(&k.fixup)
-                .arg(&segments)
-                .arg(&mut buckets)
-                .arg(&head_sum)
-                .arg(&head_bucket)
-                .arg(&tail_bucket)
-                .launch(grid(segments, ACCUMULATE_BLOCK))?;
-        }
-        prof.mark("fixup")?;
+        join_heads::<G>(stream, k, head_bucket, head_sum, segments, &mut buckets)?;
+        prof.mark("join")?;
     }
-    drop((sorted, offsets, head_sum, head_bucket, tail_bucket));
+    drop((sorted, offsets));
 
     // 4. Per-set reduction, level by level; each level leaves one point per set.
     let level_sums = reduce_windows::<G>(stream, k, buckets, m, sets, &mut prof)?;
@@ -821,6 +867,52 @@ fn msm_chunk<G: MsmGroup>(
     }
     prof.mark("host")?;
     Ok(result)
+}
+
+/// Slots per thread of each level of `join_heads` (cuda/msm/accumulate.cuh): the list of
+/// open partial sums shrinks by JOIN_GROUP / 2 per level, and each thread adds at most
+/// JOIN_GROUP points in a chain (33k heads of one bucket: 4 levels of 32).
+const JOIN_GROUP: u32 = 32;
+
+/// Adds the heads (`keys[i]` = bucket + 1 where segment i began inside a bucket, else 0) into
+/// their buckets, by a segmented reduction in levels, so that no thread adds more than
+/// JOIN_GROUP of them whatever the skew.
+fn join_heads<G: MsmGroup>(
+    stream: &Arc<CudaStream>,
+    k: &Kernels,
+    keys: CudaSlice<u32>,
+    vals: CudaSlice<u64>,
+    segments: u32,
+    buckets: &mut CudaSlice<u64>,
+) -> Result<()> {
+    let cap = 2 * segments.div_ceil(JOIN_GROUP) as usize;
+    let (mut kin, mut vin) = (keys, vals);
+    let mut kout = unsafe { stream.alloc::<u32>(cap) }?;
+    let mut vout = unsafe { stream.alloc::<u64>(cap * G::XYZZ_U64) }?;
+    let mut m = segments;
+    loop {
+        let groups = m.div_ceil(JOIN_GROUP);
+        unsafe {
+            stream
+                .launch_builder(&k.join_heads)
+                .arg(&kin)
+                .arg(&vin)
+                .arg(&m)
+                .arg(&JOIN_GROUP)
+                .arg(&mut kout)
+                .arg(&mut vout)
+                .arg(&mut *buckets)
+                .launch(grid(groups, ACCUMULATE_BLOCK))?;
+        }
+        if groups == 1 {
+            return Ok(());
+        }
+        // The next level reads this one's 2 * groups slots; the buffers it read before are
+        // at least that long (the head list, or an earlier level's larger output).
+        m = 2 * groups;
+        std::mem::swap(&mut kin, &mut kout);
+        std::mem::swap(&mut vin, &mut vout);
+    }
 }
 
 /// Runs the reduction levels of cuda/msm/reduce.cuh over `nwin` windows of `len` buckets;

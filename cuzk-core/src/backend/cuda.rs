@@ -8,7 +8,7 @@ use blstrs::{G1Projective, G2Projective, Scalar};
 use cuzk_kernels::{GpuDevice, GpuError, Limbs};
 use ff::Field;
 
-use super::{Backend, BackendError, G1Bases, G2Bases};
+use super::{Backend, BackendError, G1Bases, G2Bases, HCoeffs};
 
 /// The kernels crate, for callers (benchmarks, tools) that drive the device directly.
 pub use cuzk_kernels as kernels;
@@ -59,6 +59,18 @@ impl CudaBackend {
         Ok(CudaBackend { dev })
     }
 
+    /// For tests and benchmarks: device `ordinal`'s backend, or None after printing why not
+    /// (a panic where CUZK_REQUIRE_GPU=1, see cuzk_kernels::skip_without_device).
+    pub fn new_or_skip(ordinal: usize) -> Option<Self> {
+        match Self::new(ordinal) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                cuzk_kernels::skip_without_device(&e.to_string());
+                None
+            }
+        }
+    }
+
     pub fn device(&self) -> &GpuDevice {
         &self.dev
     }
@@ -105,6 +117,25 @@ impl Backend for CudaBackend {
         h.download_into(&self.dev, as_limbs_mut(&mut out))
             .map_err(map_error)?;
         Ok(out)
+    }
+
+    fn h_polynomial_for_msm(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<HCoeffs, BackendError> {
+        let h = self.h_polynomial_on_device(&a, &b, &c)?;
+        // Done when it returns (the NTT's time is reported apart from the MSMs').
+        self.dev.synchronize().map_err(device_error)?;
+        Ok(HCoeffs::Device(h))
+    }
+
+    fn msm_h(&self, bases: G1Bases<'_>, h: HCoeffs) -> Result<G1Projective, BackendError> {
+        match h {
+            HCoeffs::Host(h) => msm::msm_g1(&self.dev, bases, &h),
+            HCoeffs::Device(h) => msm::msm_g1_device_scalars(&self.dev, bases, h),
+        }
     }
 
     fn msm_g1(&self, bases: G1Bases<'_>, scalars: &[Scalar]) -> Result<G1Projective, BackendError> {

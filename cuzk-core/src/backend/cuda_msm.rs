@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use blstrs::{G1Projective, G2Projective, Scalar};
 use cuzk_kernels::msm::{self, Bases, DeviceBases, MsmGroup, G1, G2};
-use cuzk_kernels::GpuDevice;
+use cuzk_kernels::{DeviceScalars, GpuDevice};
 
 use super::device_error;
 use crate::backend::{BackendError, G1Bases, G2Bases, Query};
@@ -53,6 +53,21 @@ pub fn msm_g2(
     match resident::<G2>(dev, bases.srs_id, bases.query, bases.points)? {
         Some(d) => msm::msm_g2(dev, Bases::Device(&d), scalars),
         None => msm::msm_g2(dev, Bases::Host(points), scalars),
+    }
+    .map_err(device_error)
+}
+
+/// As [`msm_g1`], with the scalars in device memory (the H polynomial), consumed.
+pub fn msm_g1_device_scalars(
+    dev: &GpuDevice,
+    bases: G1Bases<'_>,
+    scalars: DeviceScalars,
+) -> Result<G1Projective, BackendError> {
+    check_shape(bases.points.len(), scalars.len())?;
+    let points = &bases.points[..scalars.len()];
+    match resident::<G1>(dev, bases.srs_id, bases.query, bases.points)? {
+        Some(d) => msm::msm_g1_device_scalars(dev, Bases::Device(&d), scalars),
+        None => msm::msm_g1_device_scalars(dev, Bases::Host(points), scalars),
     }
     .map_err(device_error)
 }
