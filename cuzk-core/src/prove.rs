@@ -89,7 +89,6 @@ pub fn prove_on_device(
     };
     let n_in = input.len();
     let b_in = b_input_density.total();
-
     let mut msms = MsmTimings::default();
     let mut lap = Instant::now();
     let mut split = |d: &mut Duration| {
@@ -98,24 +97,28 @@ pub fn prove_on_device(
         lap = now;
     };
 
-    let h = backend.msm_h(g1(Query::H, &params.h), h_coeffs)?;
+    let h = backend.msm_g1_vec(g1(Query::H, &params.h), &h_coeffs)?;
+    drop(h_coeffs);
     split(&mut msms.h);
-    let l = backend.msm_g1(g1(Query::L, &params.l), &aux)?;
+    // The aux assignment goes where the MSMs read it once, for L and the A and B selections.
+    let aux = backend.load_scalars(&aux)?;
+    let l = backend.msm_g1_vec(g1(Query::L, &params.l), &aux)?;
     split(&mut msms.l);
 
-    let a_aux_scalars = a_aux_density.select(&aux);
+    let a_aux = backend.select(&aux, &a_aux_density)?;
     let a = backend.msm_g1(g1(Query::AInput, &params.a[..n_in]), &input)?
-        + backend.msm_g1(g1(Query::AAux, &params.a[n_in..]), &a_aux_scalars)?;
-    drop(a_aux_scalars);
+        + backend.msm_g1_vec(g1(Query::AAux, &params.a[n_in..]), &a_aux)?;
+    drop(a_aux);
     split(&mut msms.a);
 
     let b_in_scalars = b_input_density.select(&input);
-    let b_aux_scalars = b_aux_density.select(&aux);
+    let b_aux = backend.select(&aux, &b_aux_density)?;
+    drop(aux);
     let b_g1 = backend.msm_g1(g1(Query::BG1Input, &params.b_g1[..b_in]), &b_in_scalars)?
-        + backend.msm_g1(g1(Query::BG1Aux, &params.b_g1[b_in..]), &b_aux_scalars)?;
+        + backend.msm_g1_vec(g1(Query::BG1Aux, &params.b_g1[b_in..]), &b_aux)?;
     split(&mut msms.b_g1);
     let b_g2 = backend.msm_g2(g2(Query::BG2Input, &params.b_g2[..b_in]), &b_in_scalars)?
-        + backend.msm_g2(g2(Query::BG2Aux, &params.b_g2[b_in..]), &b_aux_scalars)?;
+        + backend.msm_g2_vec(g2(Query::BG2Aux, &params.b_g2[b_in..]), &b_aux)?;
     split(&mut msms.b_g2);
     let msm = t.elapsed();
 

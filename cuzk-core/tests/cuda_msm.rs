@@ -465,14 +465,14 @@ fn chunked_msm_matches_cpu() {
     let g2 = G2Projective::gpu(&dev, "t", Query::Adhoc, &p2, &s);
     // Scalars already on the device (the H polynomial's path), chunked as well.
     let on_device = |s: &[Scalar]| DeviceScalars::upload(&dev, cuda::as_limbs(s)).unwrap();
-    let dev_g1 = gpu::msm_g1_device_scalars(&dev, adhoc(&p1), on_device(&s)).unwrap();
+    let dev_g1 = gpu::msm_g1_device_scalars(&dev, adhoc(&p1), &on_device(&s)).unwrap();
     std::env::remove_var("CUZK_MSM_MAX_CHUNK");
     let want = G1Projective::cpu(&p1, &s).aff();
     assert_eq!(g1.aff(), want);
     assert_eq!(dev_g1.aff(), want, "device scalars, chunked");
     assert_eq!(g2.aff(), G2Projective::cpu(&p2, &s).aff());
     let short = &s[..s.len() - 5]; // fewer scalars than bases, one chunk
-    let dev_g1 = gpu::msm_g1_device_scalars(&dev, adhoc(&p1), on_device(short)).unwrap();
+    let dev_g1 = gpu::msm_g1_device_scalars(&dev, adhoc(&p1), &on_device(short)).unwrap();
     assert_eq!(
         dev_g1.aff(),
         G1Projective::cpu(&p1[..short.len()], short).aff()
@@ -511,4 +511,43 @@ fn folded_chunked_msm_matches_cpu() {
     assert_eq!(g1.to_affine(), G1Projective::cpu(&p1[..s.len()], &s).aff());
     assert_eq!(g2.to_affine(), G2Projective::cpu(&p2[..s.len()], &s).aff());
     println!("folded, chunked (8 chunks) G1 and G2: identical");
+}
+
+/// The A and B queries' scalars, selected on the device by a density bitmap, equal the host's
+/// selection: empty, full, sparse and dense sets, lengths that are not multiples of 64.
+#[test]
+fn device_density_selection_matches_host() {
+    let Some(dev) = device() else { return };
+    let mut rng = fresh_rng();
+    for (n, share) in [
+        (1usize, 1.0),
+        (63, 0.5),
+        (64, 0.0),
+        (1000, 1.0),
+        (100_003, 0.25),
+        (1 << 20, 0.99),
+    ] {
+        let s = random_scalars(n, &mut rng);
+        let words: Vec<u64> = (0..n.div_ceil(64))
+            .map(|w| {
+                (0..64).fold(0u64, |acc, b| {
+                    let i = w * 64 + b;
+                    acc | (u64::from(i < n && rng.gen_bool(share)) << b)
+                })
+            })
+            .collect();
+        let want: Vec<Scalar> = (0..n)
+            .filter(|&i| words[i / 64] >> (i % 64) & 1 == 1)
+            .map(|i| s[i])
+            .collect();
+        let on_dev = DeviceScalars::upload(&dev, cuda::as_limbs(&s)).unwrap();
+        let got = kmsm::select_scalars(&dev, &on_dev, &words, n).unwrap();
+        assert_eq!(got.len(), want.len(), "n={n} share={share}");
+        let back = got.download(&dev).unwrap();
+        assert_eq!(back, cuda::as_limbs(&want), "n={n} share={share}");
+        println!(
+            "select n={n} share={share}: {} of {n}, identical",
+            want.len()
+        );
+    }
 }

@@ -1,5 +1,5 @@
 // Pippenger multi-scalar multiplication in G1 and G2 of BLS12-381: the kernels the host
-// side (kernels/src/msm.rs) launches, in order:
+// side (kernels/src/msm/) launches, in order:
 //   msm_fold_{g1,g2}        (once per resident base vector) copies 2^(c k) P, see fold.cuh
 //   msm_count_digits        per uploaded slice: scalars Fr Montgomery -> canonical in place,
 //                           signed window digits, counted per bucket
@@ -8,14 +8,21 @@
 //   msm_accumulate_{g1,g2}  bucket sums (XYZZ), then msm_join_heads_{g1,g2} in levels
 //   msm_reduce_level_{g1,g2}, msm_sum_level_{g1,g2}   per-window sum_d d * B_d
 //   msm_xyzz_to_jacobian_{g1,g2}                     the few points left, in blst's form
-// The host combines those (levels, windows) with blstrs.
+// The host combines those (levels, windows) with blstrs. Beside them, msm_select_scalars
+// compacts a device vector by a density bitmap (msm/select.cuh).
 #include "curve/bls12_381.cuh"
 #include "msm/accumulate.cuh"
 #include "msm/fold.cuh"
 #include "msm/reduce.cuh"
+#include "msm/select.cuh"
 #include "msm/sort.cuh"
 
 extern "C" {
+
+__global__ void msm_select_scalars(const uint4* in, uint32_t n, const unsigned long long* words,
+                                   const uint32_t* word_rank, uint4* out) {
+    select_scalars(in, n, words, word_rank, out);
+}
 
 __global__ void msm_count_digits(uint32_t* scalars, msm_layout lay, uint32_t first,
                                  uint32_t count, uint32_t* counts) {

@@ -5,10 +5,11 @@
 //! the kernels use exactly that representation: vectors are reinterpreted, never converted.
 
 use blstrs::{G1Projective, G2Projective, Scalar};
-use cuzk_kernels::{GpuDevice, GpuError, Limbs};
+use cuzk_kernels::{DeviceScalars, GpuDevice, GpuError, Limbs};
 use ff::Field;
 
-use super::{Backend, BackendError, G1Bases, G2Bases, HCoeffs};
+use super::{Backend, BackendError, G1Bases, G2Bases, ScalarVec};
+use crate::synth::Density;
 
 /// The kernels crate, for callers (benchmarks, tools) that drive the device directly.
 pub use cuzk_kernels as kernels;
@@ -124,17 +125,52 @@ impl Backend for CudaBackend {
         a: Vec<Scalar>,
         b: Vec<Scalar>,
         c: Vec<Scalar>,
-    ) -> Result<HCoeffs, BackendError> {
+    ) -> Result<ScalarVec<'static>, BackendError> {
         let h = self.h_polynomial_on_device(&a, &b, &c)?;
         // Done when it returns (the NTT's time is reported apart from the MSMs').
         self.dev.synchronize().map_err(device_error)?;
-        Ok(HCoeffs::Device(h))
+        Ok(ScalarVec::Device(h))
     }
 
-    fn msm_h(&self, bases: G1Bases<'_>, h: HCoeffs) -> Result<G1Projective, BackendError> {
-        match h {
-            HCoeffs::Host(h) => msm::msm_g1(&self.dev, bases, &h),
-            HCoeffs::Device(h) => msm::msm_g1_device_scalars(&self.dev, bases, h),
+    fn load_scalars<'a>(&self, scalars: &'a [Scalar]) -> Result<ScalarVec<'a>, BackendError> {
+        let d = DeviceScalars::upload(&self.dev, as_limbs(scalars)).map_err(map_error)?;
+        Ok(ScalarVec::Device(d))
+    }
+
+    fn select<'a>(
+        &self,
+        v: &ScalarVec<'a>,
+        density: &Density,
+    ) -> Result<ScalarVec<'a>, BackendError> {
+        match v {
+            ScalarVec::Host(h) => Ok(ScalarVec::Host(density.select(h).into())),
+            ScalarVec::Device(d) => {
+                cuzk_kernels::msm::select_scalars(&self.dev, d, density.words(), density.len())
+                    .map(ScalarVec::Device)
+                    .map_err(map_error)
+            }
+        }
+    }
+
+    fn msm_g1_vec(
+        &self,
+        bases: G1Bases<'_>,
+        v: &ScalarVec<'_>,
+    ) -> Result<G1Projective, BackendError> {
+        match v {
+            ScalarVec::Host(h) => msm::msm_g1(&self.dev, bases, h),
+            ScalarVec::Device(d) => msm::msm_g1_device_scalars(&self.dev, bases, d),
+        }
+    }
+
+    fn msm_g2_vec(
+        &self,
+        bases: G2Bases<'_>,
+        v: &ScalarVec<'_>,
+    ) -> Result<G2Projective, BackendError> {
+        match v {
+            ScalarVec::Host(h) => msm::msm_g2(&self.dev, bases, h),
+            ScalarVec::Device(d) => msm::msm_g2_device_scalars(&self.dev, bases, d),
         }
     }
 

@@ -57,17 +57,33 @@ pub fn msm_g2(
     .map_err(device_error)
 }
 
-/// As [`msm_g1`], with the scalars in device memory (the H polynomial), consumed.
+/// As [`msm_g1`], with the scalars in device memory (the H polynomial, the aux assignment
+/// and its density selections).
 pub fn msm_g1_device_scalars(
     dev: &GpuDevice,
     bases: G1Bases<'_>,
-    scalars: DeviceScalars,
+    scalars: &DeviceScalars,
 ) -> Result<G1Projective, BackendError> {
     check_shape(bases.points.len(), scalars.len())?;
     let points = &bases.points[..scalars.len()];
     match resident::<G1>(dev, bases.srs_id, bases.query, bases.points)? {
         Some(d) => msm::msm_g1_device_scalars(dev, Bases::Device(&d), scalars),
         None => msm::msm_g1_device_scalars(dev, Bases::Host(points), scalars),
+    }
+    .map_err(device_error)
+}
+
+/// As [`msm_g1_device_scalars`], in G2.
+pub fn msm_g2_device_scalars(
+    dev: &GpuDevice,
+    bases: G2Bases<'_>,
+    scalars: &DeviceScalars,
+) -> Result<G2Projective, BackendError> {
+    check_shape(bases.points.len(), scalars.len())?;
+    let points = &bases.points[..scalars.len()];
+    match resident::<G2>(dev, bases.srs_id, bases.query, bases.points)? {
+        Some(d) => msm::msm_g2_device_scalars(dev, Bases::Device(&d), scalars),
+        None => msm::msm_g2_device_scalars(dev, Bases::Host(points), scalars),
     }
     .map_err(device_error)
 }
