@@ -8,7 +8,14 @@
 #   scripts/device-real-witness.sh check    # real partitions CPU vs CUDA, Filecoin bytes, MSM tests
 #   scripts/device-real-witness.sh bench    # gpu_msm distributions, daemon sweeps (porep, synthetic)
 set -uo pipefail
-phase=${1:?phase: params | check | bench}
+phase=${1:?phase: params | check | bench | all}
+if [[ $phase == all ]]; then
+    bash "$0" check
+    CUZK_MSM_PROFILE=1 timeout 120 "/root/cuzk-work/bin/real_partitions" --kinds porep --runs 1 \
+        --params /root/cuzk-work/params >"${OUT:-./device-logs}/profile-porep.log" 2>&1
+    grep MSM_PROFILE "${OUT:-./device-logs}/profile-porep.log" | tail -8
+    exec bash "$0" bench
+fi
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
 export CUZK_REQUIRE_GPU=1
@@ -43,7 +50,7 @@ check)
     step cuda_filecoin 200 env CUZK_CUDA_FIL_KINDS=porep,winning,window,snap \
         "$B/cuda_filecoin" --nocapture --test-threads=1
     step cuda_master 120 "$B/cuda_master" --nocapture --test-threads=1
-    step cuda_msm 300 env CUZK_MSM_TEST_MAX_LOG=22 CUZK_MSM_TEST_CPU_MAX_LOG=22 \
+    step cuda_msm 300 env CUZK_MSM_TEST_MAX_LOG=22 CUZK_MSM_TEST_CPU_MAX_LOG=${CPU_MAX_LOG:-20} \
         "$B/cuda_msm" --nocapture --test-threads=1
     sed -n '/^| kind/,$p' "$OUT/real_partitions.log"
     grep -h -E "^test |test result|panicked" "$OUT"/cuda_*.log | tail -20
