@@ -24,7 +24,7 @@ pub enum ProveError {
 }
 
 /// The MSM results of one partition: everything assembly needs besides r, s and the key.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct MsmResults {
     pub h: G1Projective,
     pub l: G1Projective,
@@ -34,11 +34,23 @@ pub struct MsmResults {
     pub b_g2: G2Projective,
 }
 
-/// Time spent in each half of the device work, for the TIMELINE.
+/// Time spent in each half of the device work, for the TIMELINE, and in each MSM (the
+/// benchmarks of real partitions break the step down by it).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DeviceTimings {
     pub ntt: Duration,
     pub msm: Duration,
+    pub msms: MsmTimings,
+}
+
+/// Each of the five MSMs of a partition (input and aux parts together).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MsmTimings {
+    pub h: Duration,
+    pub l: Duration,
+    pub a: Duration,
+    pub b_g1: Duration,
+    pub b_g2: Duration,
 }
 
 /// H polynomial and MSMs of one synthesized partition.
@@ -61,7 +73,7 @@ pub fn prove_on_device(
     } = synth;
 
     let t = Instant::now();
-    let h_coeffs = backend.h_polynomial(a, b, c)?;
+    let h_coeffs = backend.h_polynomial_for_msm(a, b, c)?;
     let ntt = t.elapsed();
 
     let t = Instant::now();
@@ -77,22 +89,37 @@ pub fn prove_on_device(
     };
     let n_in = input.len();
     let b_in = b_input_density.total();
+    let mut msms = MsmTimings::default();
+    let mut lap = Instant::now();
+    let mut split = |d: &mut Duration| {
+        let now = Instant::now();
+        *d = now - lap;
+        lap = now;
+    };
 
-    let h = backend.msm_g1(g1(Query::H, &params.h), &h_coeffs)?;
+    let h = backend.msm_g1_vec(g1(Query::H, &params.h), &h_coeffs)?;
     drop(h_coeffs);
-    let l = backend.msm_g1(g1(Query::L, &params.l), &aux)?;
+    split(&mut msms.h);
+    // The aux assignment goes where the MSMs read it once, for L and the A and B selections.
+    let aux = backend.load_scalars(&aux)?;
+    let l = backend.msm_g1_vec(g1(Query::L, &params.l), &aux)?;
+    split(&mut msms.l);
 
-    let a_aux_scalars = a_aux_density.select(&aux);
+    let a_aux = backend.select(&aux, &a_aux_density)?;
     let a = backend.msm_g1(g1(Query::AInput, &params.a[..n_in]), &input)?
-        + backend.msm_g1(g1(Query::AAux, &params.a[n_in..]), &a_aux_scalars)?;
-    drop(a_aux_scalars);
+        + backend.msm_g1_vec(g1(Query::AAux, &params.a[n_in..]), &a_aux)?;
+    drop(a_aux);
+    split(&mut msms.a);
 
     let b_in_scalars = b_input_density.select(&input);
-    let b_aux_scalars = b_aux_density.select(&aux);
+    let b_aux = backend.select(&aux, &b_aux_density)?;
+    drop(aux);
     let b_g1 = backend.msm_g1(g1(Query::BG1Input, &params.b_g1[..b_in]), &b_in_scalars)?
-        + backend.msm_g1(g1(Query::BG1Aux, &params.b_g1[b_in..]), &b_aux_scalars)?;
+        + backend.msm_g1_vec(g1(Query::BG1Aux, &params.b_g1[b_in..]), &b_aux)?;
+    split(&mut msms.b_g1);
     let b_g2 = backend.msm_g2(g2(Query::BG2Input, &params.b_g2[..b_in]), &b_in_scalars)?
-        + backend.msm_g2(g2(Query::BG2Aux, &params.b_g2[b_in..]), &b_aux_scalars)?;
+        + backend.msm_g2_vec(g2(Query::BG2Aux, &params.b_g2[b_in..]), &b_aux)?;
+    split(&mut msms.b_g2);
     let msm = t.elapsed();
 
     Ok((
@@ -103,7 +130,7 @@ pub fn prove_on_device(
             b_g1,
             b_g2,
         },
-        DeviceTimings { ntt, msm },
+        DeviceTimings { ntt, msm, msms },
     ))
 }
 

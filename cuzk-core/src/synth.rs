@@ -81,6 +81,11 @@ impl Density {
         self.total
     }
 
+    /// The bitmap: variable i is bit i % 64 of word i / 64 (for selections on a device).
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     /// The members of `values` (indexed like the variables), in order: the scalars of an
     /// MSM whose bases are stored only for members.
     pub fn select(&self, values: &[Scalar]) -> Vec<Scalar> {

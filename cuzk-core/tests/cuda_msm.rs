@@ -4,7 +4,8 @@
 //! the resident-bases cache, and with folded bases (precomputed multiples 2^(c k) P, all
 //! windows in one set of buckets or, with fewer copies, in several).
 //!
-//! Skips (printing "SKIP: no CUDA device ...") where there is no driver, device or kernels.
+//! Skips (printing "SKIP: no CUDA device ...") where there is no driver, device or kernels;
+//! fails instead where CUZK_REQUIRE_GPU=1.
 //! CUZK_MSM_TEST_MAX_LOG caps the random sizes (default 16; the device run uses 24), and
 //! CUZK_MSM_TEST_CPU_MAX_LOG the sizes also run on the CPU (default 22). Beyond that the
 //! reference is exact algebra: the points are A_j + k S (k the index inside block j), so
@@ -13,11 +14,11 @@
 use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_core::backend::cpu;
 use cuzk_core::backend::cuda::kernels::msm::{self as kmsm, Bases, DeviceBases, G1, G2};
 use cuzk_core::backend::cuda::msm as gpu;
+use cuzk_core::backend::{cpu, cuda};
 use cuzk_core::backend::{G1Bases, G2Bases, Query};
-use cuzk_kernels::GpuDevice;
+use cuzk_kernels::{DeviceScalars, GpuDevice};
 use ff::Field;
 use group::{Curve, Group};
 use rand::{Rng, SeedableRng};
@@ -27,13 +28,7 @@ use rayon::prelude::*;
 const BLOCKS: usize = 64;
 
 fn device() -> Option<GpuDevice> {
-    match GpuDevice::open(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            println!("SKIP: no CUDA device ({e})");
-            None
-        }
-    }
+    cuzk_kernels::device_or_skip(0)
 }
 
 fn env_log(name: &str, default: u32) -> u32 {
@@ -95,6 +90,10 @@ impl TestGroup for G1Projective {
         cpu::msm_g1(points, scalars).unwrap()
     }
     fn gpu(dev: &GpuDevice, srs: &str, q: Query, p: &[G1Affine], s: &[Scalar]) -> Self {
+        // Ad hoc: the kernels themselves (the backend hands n <= 4 to the host).
+        if q == Query::Adhoc {
+            return kmsm::msm_g1(dev, Bases::Host(p), s).unwrap();
+        }
         let bases = G1Bases {
             srs_id: srs,
             query: q,
@@ -125,6 +124,9 @@ impl TestGroup for G2Projective {
         cpu::msm_g2(points, scalars).unwrap()
     }
     fn gpu(dev: &GpuDevice, srs: &str, q: Query, p: &[G2Affine], s: &[Scalar]) -> Self {
+        if q == Query::Adhoc {
+            return kmsm::msm_g2(dev, Bases::Host(p), s).unwrap();
+        }
         let bases = G2Bases {
             srs_id: srs,
             query: q,
@@ -301,7 +303,7 @@ fn check_edges<G: TestGroup>(dev: &GpuDevice, what: &str, mode: Mode) {
     }
 
     // Every scalar equal over 2^16 points: each window's digits all land in one bucket,
-    // which spans many accumulation segments (the fix-up chain).
+    // which spans many accumulation segments (the join of their heads).
     let big = random_points::<G>(1 << 16, &mut rng).affine;
     let s = vec![Scalar::random(&mut rng); 1 << 16];
     let got = run::<G>(dev, mode, &big, &s);
@@ -311,6 +313,77 @@ fn check_edges<G: TestGroup>(dev: &GpuDevice, what: &str, mode: Mode) {
         "{what} {mode:?} skewed 2^16"
     );
     println!("{what} {mode:?} skewed 2^16: identical");
+}
+
+/// The scalar distributions of real Filecoin witnesses (mostly bits, from the SHA-256 and
+/// Poseidon gadgets' booleans) and their extremes: one bucket then holds nearly every entry,
+/// spanning every accumulation segment, which the join of the segments' heads must handle.
+fn distribution(name: &str, n: usize, rng: &mut ChaCha20Rng) -> Vec<Scalar> {
+    let bit = |rng: &mut ChaCha20Rng, p: f64| {
+        if rng.gen_bool(p) {
+            Scalar::ONE
+        } else {
+            Scalar::ZERO
+        }
+    };
+    match name {
+        "all zero" => vec![Scalar::ZERO; n],
+        "all one" => vec![Scalar::ONE; n],
+        "99% ones" => (0..n).map(|_| bit(rng, 0.99)).collect(),
+        "zeros and ones" => (0..n).map(|_| bit(rng, 0.5)).collect(),
+        "few values repeated" => {
+            let vals = random_scalars(5, rng);
+            (0..n).map(|_| vals[rng.gen_range(0..vals.len())]).collect()
+        }
+        "uniform" => random_scalars(n, rng),
+        other => panic!("unknown distribution {other}"),
+    }
+}
+
+const DISTRIBUTIONS: [&str; 6] = [
+    "all zero",
+    "all one",
+    "99% ones",
+    "zeros and ones",
+    "few values repeated",
+    "uniform",
+];
+
+fn check_distributions<G: TestGroup>(dev: &GpuDevice, what: &str, max_log: u32) {
+    let cpu_max = env_log("CUZK_MSM_TEST_CPU_MAX_LOG", 22);
+    let mut rng = fresh_rng();
+    let mut sizes = vec![1usize, 2, 3, 255];
+    sizes.extend(
+        [(16u32, 1usize), (20, 0), (22, 0)]
+            .iter()
+            .filter(|&&(l, _)| l <= max_log)
+            .map(|&(l, extra)| (1usize << l) + extra),
+    );
+    let pts = random_points::<G>(*sizes.last().unwrap(), &mut rng);
+    for n in sizes {
+        for dist in DISTRIBUTIONS {
+            let scalars = distribution(dist, n, &mut rng);
+            let points = &pts.affine[..n];
+            let algebraic = algebraic_msm(&pts, &scalars).aff();
+            let cpu = (n <= 1 << cpu_max).then(|| G::cpu(points, &scalars).aff());
+            if let Some(cpu) = cpu {
+                assert_eq!(cpu, algebraic, "{what} n={n} {dist}: CPU != algebra");
+            }
+            for mode in [Mode::Adhoc, Mode::Folded, Mode::FoldedThree] {
+                let t = Instant::now();
+                let got = run::<G>(dev, mode, points, &scalars).aff();
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                assert_eq!(
+                    got, algebraic,
+                    "{what} {mode:?} n={n} {dist}: GPU != reference"
+                );
+                println!(
+                    "{what} {mode:?} n={n} {dist}: identical to {} ({ms:.1} ms)",
+                    if cpu.is_some() { "CPU" } else { "algebra" }
+                );
+            }
+        }
+    }
 }
 
 fn check_resident<G: TestGroup>(dev: &GpuDevice, what: &str) {
@@ -369,6 +442,22 @@ fn g2_msm_matches_cpu() {
 }
 
 #[test]
+fn witness_distributions_match_cpu() {
+    let Some(dev) = device() else { return };
+    let max_log = env_log("CUZK_MSM_TEST_MAX_LOG", 16).min(22);
+    check_distributions::<G1Projective>(&dev, "G1", max_log);
+    check_distributions::<G2Projective>(&dev, "G2", max_log);
+}
+
+fn adhoc(points: &[G1Affine]) -> G1Bases<'_> {
+    G1Bases {
+        srs_id: "t",
+        query: Query::Adhoc,
+        points,
+    }
+}
+
+#[test]
 fn chunked_msm_matches_cpu() {
     let Some(dev) = device() else { return };
     let mut rng = fresh_rng();
@@ -381,10 +470,21 @@ fn chunked_msm_matches_cpu() {
     std::env::set_var("CUZK_MSM_MAX_CHUNK", "7000");
     let g1 = G1Projective::gpu(&dev, "t", Query::Adhoc, &p1, &s);
     let g2 = G2Projective::gpu(&dev, "t", Query::Adhoc, &p2, &s);
+    // Scalars already on the device (the H polynomial's path), chunked as well.
+    let on_device = |s: &[Scalar]| DeviceScalars::upload(&dev, cuda::as_limbs(s)).unwrap();
+    let dev_g1 = gpu::msm_g1_device_scalars(&dev, adhoc(&p1), &on_device(&s)).unwrap();
     std::env::remove_var("CUZK_MSM_MAX_CHUNK");
-    assert_eq!(g1.aff(), G1Projective::cpu(&p1, &s).aff());
+    let want = G1Projective::cpu(&p1, &s).aff();
+    assert_eq!(g1.aff(), want);
+    assert_eq!(dev_g1.aff(), want, "device scalars, chunked");
     assert_eq!(g2.aff(), G2Projective::cpu(&p2, &s).aff());
-    println!("chunked (8 chunks) G1 and G2: identical");
+    let short = &s[..s.len() - 5]; // fewer scalars than bases, one chunk
+    let dev_g1 = gpu::msm_g1_device_scalars(&dev, adhoc(&p1), &on_device(short)).unwrap();
+    assert_eq!(
+        dev_g1.aff(),
+        G1Projective::cpu(&p1[..short.len()], short).aff()
+    );
+    println!("chunked (8 chunks) G1 and G2, G1 from device scalars: identical");
 }
 
 #[test]
@@ -418,4 +518,43 @@ fn folded_chunked_msm_matches_cpu() {
     assert_eq!(g1.to_affine(), G1Projective::cpu(&p1[..s.len()], &s).aff());
     assert_eq!(g2.to_affine(), G2Projective::cpu(&p2[..s.len()], &s).aff());
     println!("folded, chunked (8 chunks) G1 and G2: identical");
+}
+
+/// The A and B queries' scalars, selected on the device by a density bitmap, equal the host's
+/// selection: empty, full, sparse and dense sets, lengths that are not multiples of 64.
+#[test]
+fn device_density_selection_matches_host() {
+    let Some(dev) = device() else { return };
+    let mut rng = fresh_rng();
+    for (n, share) in [
+        (1usize, 1.0),
+        (63, 0.5),
+        (64, 0.0),
+        (1000, 1.0),
+        (100_003, 0.25),
+        (1 << 20, 0.99),
+    ] {
+        let s = random_scalars(n, &mut rng);
+        let words: Vec<u64> = (0..n.div_ceil(64))
+            .map(|w| {
+                (0..64).fold(0u64, |acc, b| {
+                    let i = w * 64 + b;
+                    acc | (u64::from(i < n && rng.gen_bool(share)) << b)
+                })
+            })
+            .collect();
+        let want: Vec<Scalar> = (0..n)
+            .filter(|&i| words[i / 64] >> (i % 64) & 1 == 1)
+            .map(|i| s[i])
+            .collect();
+        let on_dev = DeviceScalars::upload(&dev, cuda::as_limbs(&s)).unwrap();
+        let got = kmsm::select_scalars(&dev, &on_dev, &words, n).unwrap();
+        assert_eq!(got.len(), want.len(), "n={n} share={share}");
+        let back = got.download(&dev).unwrap();
+        assert_eq!(back, cuda::as_limbs(&want), "n={n} share={share}");
+        println!(
+            "select n={n} share={share}: {} of {n}, identical",
+            want.len()
+        );
+    }
 }

@@ -1,21 +1,28 @@
 // Pippenger multi-scalar multiplication in G1 and G2 of BLS12-381: the kernels the host
-// side (kernels/src/msm.rs) launches, in order:
+// side (kernels/src/msm/) launches, in order:
 //   msm_fold_{g1,g2}        (once per resident base vector) copies 2^(c k) P, see fold.cuh
 //   msm_count_digits        per uploaded slice: scalars Fr Montgomery -> canonical in place,
 //                           signed window digits, counted per bucket
 //   msm_scan_* (3)          exclusive scan of the bucket counts -> bucket offsets
 //   msm_partition_digits, msm_place_digits   point indices in bucket order (msm/sort.cuh)
-//   msm_accumulate_{g1,g2}  bucket sums (XYZZ), then msm_accumulate_fixup_{g1,g2}
+//   msm_accumulate_{g1,g2}  bucket sums (XYZZ), then msm_join_heads_{g1,g2} in levels
 //   msm_reduce_level_{g1,g2}, msm_sum_level_{g1,g2}   per-window sum_d d * B_d
 //   msm_xyzz_to_jacobian_{g1,g2}                     the few points left, in blst's form
-// The host combines those (levels, windows) with blstrs.
+// The host combines those (levels, windows) with blstrs. Beside them, msm_select_scalars
+// compacts a device vector by a density bitmap (msm/select.cuh).
 #include "curve/bls12_381.cuh"
 #include "msm/accumulate.cuh"
 #include "msm/fold.cuh"
 #include "msm/reduce.cuh"
+#include "msm/select.cuh"
 #include "msm/sort.cuh"
 
 extern "C" {
+
+__global__ void msm_select_scalars(const uint4* in, uint32_t n, const unsigned long long* words,
+                                   const uint32_t* word_rank, uint4* out) {
+    select_scalars(in, n, words, word_rank, out);
+}
 
 __global__ void msm_count_digits(uint32_t* scalars, msm_layout lay, uint32_t first,
                                  uint32_t count, uint32_t* counts) {
@@ -59,14 +66,14 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
     __global__ void __launch_bounds__(128, ACC_BLOCKS) msm_accumulate_##G(                                 \
         const affine_t<F>* points, const uint32_t* sorted, const uint32_t* offsets,            \
         uint32_t nb, uint32_t total, uint32_t seg_len, xyzz_t<F>* buckets,                     \
-        xyzz_t<F>* head_sum, uint32_t* head_bucket, uint32_t* tail_bucket) {                   \
+        xyzz_t<F>* head_sum, uint32_t* head_bucket) {                                          \
         accumulate_buckets<F>(points, sorted, offsets, nb, total, seg_len, buckets, head_sum, \
-                              head_bucket, tail_bucket);                                       \
+                              head_bucket);                                                    \
     }                                                                                          \
-    __global__ void __launch_bounds__(128) msm_accumulate_fixup_##G(                           \
-        uint32_t nseg, xyzz_t<F>* buckets, const xyzz_t<F>* head_sum,                          \
-        const uint32_t* head_bucket, const uint32_t* tail_bucket) {                            \
-        accumulate_fixup<F>(nseg, buckets, head_sum, head_bucket, tail_bucket);                \
+    __global__ void __launch_bounds__(128) msm_join_heads_##G(                                 \
+        const uint32_t* key, const xyzz_t<F>* val, uint32_t m, uint32_t g, uint32_t* key_out,  \
+        xyzz_t<F>* val_out, xyzz_t<F>* buckets) {                                              \
+        join_heads<F>(key, val, m, g, key_out, val_out, buckets);                              \
     }                                                                                          \
     __global__ void __launch_bounds__(128, REDUCE_BLOCKS) msm_reduce_level_##G(                               \
         const xyzz_t<F>* in, uint32_t len, uint32_t L, uint32_t nwin, uint32_t out_stride,     \

@@ -37,3 +37,29 @@ pub fn fatbin(name: &str) -> Option<&'static [u8]> {
 pub fn fatbin_names() -> Vec<&'static str> {
     embedded::FATBINS.iter().map(|(n, _)| *n).collect()
 }
+
+/// For tests and benchmarks: device `ordinal`, or None after printing
+/// "SKIP: no CUDA device (why)" (see [`skip_without_device`]).
+pub fn device_or_skip(ordinal: usize) -> Option<GpuDevice> {
+    if !KERNELS_BUILT {
+        skip_without_device("built without CUDA kernels");
+        return None;
+    }
+    match GpuDevice::open(ordinal) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            skip_without_device(&e.to_string());
+            None
+        }
+    }
+}
+
+/// A GPU test or benchmark that found no device says so and skips, except where
+/// `CUZK_REQUIRE_GPU=1` (the device scripts set it): there a dead driver or a build without
+/// kernels must fail the check, not read as a pass.
+pub fn skip_without_device(why: &str) {
+    if std::env::var("CUZK_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("CUZK_REQUIRE_GPU=1 but no CUDA device: {why}");
+    }
+    println!("SKIP: no CUDA device ({why})");
+}

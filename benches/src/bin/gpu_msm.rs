@@ -1,6 +1,13 @@
 //! GPU MSM timings beside the CPU backend's, in one run on one machine.
 //!
 //!     gpu_msm [--g1 20,22,24,26] [--g2 20,22] [--reps N] [--cpu-max-log L]
+//!             [--dist uniform,bits:0.5,porep,one,equal,sparse:0.01,few:16]
+//!             [--porep-witness FILE]
+//!
+//! Scalar distributions (`--dist`): uniform full-width; bits (0/1, share of ones); the aux
+//! witness of a real 2 KiB PoRep partition (recorded by `real_partitions --dump-witness`,
+//! tiled to n); all one; all equal; sparse; a few distinct values. Each row prints beside the
+//! uniform figure of the same n (always measured first), GPU and CPU in the same run.
 //!
 //! For each size: the MSM with the bases resident and folded (precomputed multiples
 //! 2^(c k) P in up to 60% of the device's memory, as the daemon keeps SRS vectors; the
@@ -22,7 +29,7 @@ use cuzk_core::backend::cpu;
 use cuzk_core::backend::cuda::kernels::msm::{self, Bases, DeviceBases, MsmGroup, G1, G2};
 use cuzk_core::backend::cuda::kernels::GpuDevice;
 use ff::Field;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 
 const DISTINCT_LOG: u32 = 22;
 
@@ -92,13 +99,124 @@ fn median_ms<F: FnMut()>(reps: usize, mut f: F) -> f64 {
     v[v.len() / 2]
 }
 
+/// A scalar distribution: Filecoin's witnesses are mostly bits, and an MSM that is only fast
+/// on uniform scalars is not fast on the workload.
+#[derive(Clone, Debug, PartialEq)]
+enum Dist {
+    /// Full-width random scalars.
+    Uniform,
+    /// 0 or 1, with this share of ones.
+    Bits(f64),
+    /// The aux witness of a real 2 KiB PoRep partition (`--porep-witness`), tiled to n.
+    Porep,
+    /// Every scalar one.
+    One,
+    /// Every scalar the same random value.
+    Equal,
+    /// This share of random full-width scalars, the rest zero.
+    Sparse(f64),
+    /// K distinct random values, repeated.
+    Few(usize),
+}
+
+impl Dist {
+    fn parse(s: &str) -> Dist {
+        let (name, arg) = s.split_once(':').unwrap_or((s, ""));
+        let num = |d: f64| {
+            if arg.is_empty() {
+                d
+            } else {
+                arg.parse().expect("distribution argument")
+            }
+        };
+        match name {
+            "uniform" => Dist::Uniform,
+            "bits" => Dist::Bits(num(0.5)),
+            "porep" => Dist::Porep,
+            "one" => Dist::One,
+            "equal" => Dist::Equal,
+            "sparse" => Dist::Sparse(num(0.01)),
+            "few" => Dist::Few(num(16.0) as usize),
+            other => panic!("unknown distribution {other} (uniform, bits[:p], porep, one, equal, sparse[:p], few[:k])"),
+        }
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Dist::Uniform => "uniform".into(),
+            Dist::Bits(p) => format!("bits {:.0}% ones", p * 100.0),
+            Dist::Porep => "porep witness".into(),
+            Dist::One => "all one".into(),
+            Dist::Equal => "all equal".into(),
+            Dist::Sparse(p) => format!("sparse {:.0}% nonzero", p * 100.0),
+            Dist::Few(k) => format!("{k} distinct values"),
+        }
+    }
+
+    /// n scalars of this distribution; None for `porep` without a recorded witness.
+    fn scalars(&self, n: usize, seed: u64, porep: Option<&[Scalar]>) -> Option<Vec<Scalar>> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let coin = |rng: &mut rand::rngs::StdRng, p: f64| rng.gen_bool(p.clamp(0.0, 1.0));
+        Some(match self {
+            Dist::Uniform => random_scalars(n, seed),
+            Dist::Bits(p) => (0..n)
+                .map(|_| {
+                    if coin(&mut rng, *p) {
+                        Scalar::ONE
+                    } else {
+                        Scalar::ZERO
+                    }
+                })
+                .collect(),
+            Dist::Porep => porep?.iter().copied().cycle().take(n).collect(),
+            Dist::One => vec![Scalar::ONE; n],
+            Dist::Equal => vec![Scalar::random(&mut rng); n],
+            Dist::Sparse(p) => {
+                let full = random_scalars(n, seed);
+                full.into_iter()
+                    .map(|v| if coin(&mut rng, *p) { v } else { Scalar::ZERO })
+                    .collect()
+            }
+            Dist::Few(k) => {
+                let vals: Vec<Scalar> =
+                    (0..(*k).max(1)).map(|_| Scalar::random(&mut rng)).collect();
+                (0..n).map(|_| vals[rng.gen_range(0..vals.len())]).collect()
+            }
+        })
+    }
+}
+
+/// The recorded witness: raw blstrs scalars (32 bytes each, as `real_partitions
+/// --dump-witness` writes them).
+fn read_witness(path: &str) -> Vec<Scalar> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    assert!(
+        bytes.len().is_multiple_of(32),
+        "{path}: not a whole number of scalars"
+    );
+    bytes
+        .chunks(32)
+        .map(|c| {
+            let limbs: [u64; 4] = std::array::from_fn(|i| {
+                u64::from_le_bytes(c[8 * i..8 * i + 8].try_into().unwrap())
+            });
+            // SAFETY: Scalar is repr(transparent) over blst_fr = [u64; 4]; the file holds
+            // scalars as they lay in memory (reduced Montgomery form).
+            unsafe { std::mem::transmute::<[u64; 4], Scalar>(limbs) }
+        })
+        .collect()
+}
+
 struct Row {
     what: String,
+    dist: String,
     folded: f64,
     fold: String,
     resident: f64,
-    upload: f64,
+    upload: Option<f64>,
     cpu: Option<f64>,
+    /// The uniform-scalar folded figure of the same group and n (same run).
+    uniform: Option<f64>,
 }
 
 /// What the benchmark needs of a group beyond the kernels' MsmGroup.
@@ -147,14 +265,15 @@ impl BenchGroup for G2 {
     }
 }
 
-/// One row per size of `logs` in group G.
-fn bench_group<G: BenchGroup>(
-    dev: &GpuDevice,
-    logs: &[u32],
+struct Opts {
     reps: usize,
     cpu_max: u32,
-    seed: u64,
-) -> Vec<Row> {
+    dists: Vec<Dist>,
+    porep: Option<Vec<Scalar>>,
+}
+
+/// One row per size of `logs` and distribution in group G.
+fn bench_group<G: BenchGroup>(dev: &GpuDevice, logs: &[u32], o: &Opts, seed: u64) -> Vec<Row> {
     let Some(&max) = logs.iter().max() else {
         return Vec::new();
     };
@@ -166,7 +285,6 @@ fn bench_group<G: BenchGroup>(
     for &log in logs {
         let n = 1usize << log;
         let pts = tiled(&distinct, n);
-        let sc = random_scalars(n, seed + log as u64);
         let what = format!("{} 2^{log}", G::NAME.to_uppercase());
 
         let t = Instant::now();
@@ -181,41 +299,60 @@ fn bench_group<G: BenchGroup>(
             ),
             None => "none".into(),
         };
-        let mut got_folded = None;
-        let folded = median_ms(reps, || {
-            got_folded = Some(G::gpu(dev, Bases::Device(&folded_bases), &sc))
-        });
-        drop(folded_bases);
-
         let resident_bases = DeviceBases::<G>::upload(dev, &pts).expect("upload");
-        let mut got = None;
-        let resident = median_ms(reps, || {
-            got = Some(G::gpu(dev, Bases::Device(&resident_bases), &sc))
-        });
-        drop(resident_bases);
-        let (got, got_folded) = (got.unwrap(), got_folded.unwrap());
-        assert!(G::same(&got, &got_folded), "{what}: folded != plain");
+        let mut uniform = None;
+        for (k, dist) in o.dists.iter().enumerate() {
+            let Some(sc) = dist.scalars(n, seed + log as u64 + 1000 * k as u64, o.porep.as_deref())
+            else {
+                println!(
+                    "{what} {}: no recorded witness (--porep-witness), skipped",
+                    dist.name()
+                );
+                continue;
+            };
+            let mut got_folded = None;
+            let folded = median_ms(o.reps, || {
+                got_folded = Some(G::gpu(dev, Bases::Device(&folded_bases), &sc))
+            });
+            let mut got = None;
+            let resident = median_ms(o.reps, || {
+                got = Some(G::gpu(dev, Bases::Device(&resident_bases), &sc))
+            });
+            let (got, got_folded) = (got.unwrap(), got_folded.unwrap());
+            assert!(
+                G::same(&got, &got_folded),
+                "{what} {}: folded != plain",
+                dist.name()
+            );
 
-        let upload = median_ms(reps.min(3), || {
-            G::gpu(dev, Bases::Host(&pts), &sc);
-        });
-        let cpu = (log <= cpu_max).then(|| {
-            let t = Instant::now();
-            let want = G::cpu(&pts, &sc);
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            assert!(G::same(&got, &want), "{what}: GPU != CPU");
-            ms
-        });
-        let row = Row {
-            what,
-            folded,
-            fold,
-            resident,
-            upload,
-            cpu,
-        };
-        print_row(&row);
-        rows.push(row);
+            let upload = (*dist == Dist::Uniform).then(|| {
+                median_ms(o.reps.min(3), || {
+                    G::gpu(dev, Bases::Host(&pts), &sc);
+                })
+            });
+            let cpu = (log <= o.cpu_max).then(|| {
+                let t = Instant::now();
+                let want = G::cpu(&pts, &sc);
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                assert!(G::same(&got, &want), "{what} {}: GPU != CPU", dist.name());
+                ms
+            });
+            if *dist == Dist::Uniform {
+                uniform = Some(folded);
+            }
+            let row = Row {
+                what: what.clone(),
+                dist: dist.name(),
+                folded,
+                fold: fold.clone(),
+                resident,
+                upload,
+                cpu,
+                uniform,
+            };
+            print_row(&row);
+            rows.push(row);
+        }
     }
     rows
 }
@@ -230,8 +367,12 @@ fn parse_logs(s: &str) -> Vec<u32> {
 fn main() {
     let mut g1_logs = vec![20, 22, 24, 26];
     let mut g2_logs = vec![20, 22];
-    let mut reps = 5;
-    let mut cpu_max = 22;
+    let mut o = Opts {
+        reps: 5,
+        cpu_max: 22,
+        dists: vec![Dist::Uniform],
+        porep: None,
+    };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
@@ -239,43 +380,49 @@ fn main() {
         match args[i].as_str() {
             "--g1" => g1_logs = parse_logs(&v),
             "--g2" => g2_logs = parse_logs(&v),
-            "--reps" => reps = v.parse().expect("--reps N"),
-            "--cpu-max-log" => cpu_max = v.parse().expect("--cpu-max-log L"),
+            "--reps" => o.reps = v.parse().expect("--reps N"),
+            "--cpu-max-log" => o.cpu_max = v.parse().expect("--cpu-max-log L"),
+            "--dist" => o.dists = v.split(',').map(Dist::parse).collect(),
+            "--porep-witness" => o.porep = Some(read_witness(&v)),
             other => panic!("unknown argument {other}"),
         }
         i += 2;
     }
-    let dev = match GpuDevice::open(0) {
-        Ok(d) => d,
-        Err(e) => {
-            println!("SKIP: no CUDA device ({e})");
-            return;
-        }
+    // Every other row is read beside the uniform one of the same n: measure it first.
+    o.dists.retain(|d| *d != Dist::Uniform);
+    o.dists.insert(0, Dist::Uniform);
+    let Some(dev) = cuzk_core::backend::cuda::kernels::device_or_skip(0) else {
+        return;
     };
     println!("device: {}", dev.name());
-    let mut rows = bench_group::<G1>(&dev, &g1_logs, reps, cpu_max, 0);
-    rows.extend(bench_group::<G2>(&dev, &g2_logs, reps, cpu_max, 100));
+    let mut rows = bench_group::<G1>(&dev, &g1_logs, &o, 0);
+    rows.extend(bench_group::<G2>(&dev, &g2_logs, &o, 100));
 
     println!(
-        "\n| MSM | GPU folded ms | GPU resident ms | GPU with upload ms | CPU ms | CPU / GPU folded | fold |"
+        "\n| MSM | scalars | GPU folded ms | GPU resident ms | GPU with upload ms | CPU ms | CPU / GPU folded | / uniform | fold |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         let (cpu, ratio) = match r.cpu {
             Some(c) => (format!("{c:.0}"), format!("{:.1}x", c / r.folded)),
             None => ("-".into(), "-".into()),
         };
+        let upload = r.upload.map_or("-".into(), |u| format!("{u:.1}"));
+        let vs = r
+            .uniform
+            .map_or("-".into(), |u| format!("{:.2}", r.folded / u));
         println!(
-            "| {} | {:.1} | {:.1} | {:.1} | {cpu} | {ratio} | {} |",
-            r.what, r.folded, r.resident, r.upload, r.fold
+            "| {} | {} | {:.1} | {:.1} | {upload} | {cpu} | {ratio} | {vs} | {} |",
+            r.what, r.dist, r.folded, r.resident, r.fold
         );
     }
 }
 
 fn print_row(r: &Row) {
     let cpu = r.cpu.map_or("-".into(), |c| format!("{c:.0} ms"));
+    let upload = r.upload.map_or("-".into(), |u| format!("{u:.1} ms"));
     println!(
-        "{}: GPU folded {:.1} ms [{}], resident {:.1} ms, with upload {:.1} ms, CPU {cpu}",
-        r.what, r.folded, r.fold, r.resident, r.upload
+        "{} {}: GPU folded {:.1} ms [{}], resident {:.1} ms, with upload {upload}, CPU {cpu}",
+        r.what, r.dist, r.folded, r.fold, r.resident
     );
 }

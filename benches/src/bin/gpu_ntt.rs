@@ -86,12 +86,8 @@ fn main() {
 
     // CUZK_BENCH_NO_CPU=1 skips the CPU figures (for comparing GPU variants quickly).
     let with_cpu = std::env::var("CUZK_BENCH_NO_CPU").is_err();
-    let gpu = match CudaBackend::new(0) {
-        Ok(g) => g,
-        Err(e) => {
-            println!("SKIP: no CUDA device ({e})");
-            return;
-        }
+    let Some(gpu) = CudaBackend::new_or_skip(0) else {
+        return;
     };
     let dev = gpu.device();
     println!("{} | rayon threads {}", gpu.name(), rayon_threads());

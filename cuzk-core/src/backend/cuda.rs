@@ -5,10 +5,11 @@
 //! the kernels use exactly that representation: vectors are reinterpreted, never converted.
 
 use blstrs::{G1Projective, G2Projective, Scalar};
-use cuzk_kernels::{GpuDevice, GpuError, Limbs};
+use cuzk_kernels::{DeviceScalars, GpuDevice, GpuError, Limbs};
 use ff::Field;
 
-use super::{Backend, BackendError, G1Bases, G2Bases};
+use super::{Backend, BackendError, G1Bases, G2Bases, ScalarVec};
+use crate::synth::Density;
 
 /// The kernels crate, for callers (benchmarks, tools) that drive the device directly.
 pub use cuzk_kernels as kernels;
@@ -59,6 +60,18 @@ impl CudaBackend {
         Ok(CudaBackend { dev })
     }
 
+    /// For tests and benchmarks: device `ordinal`'s backend, or None after printing why not
+    /// (a panic where CUZK_REQUIRE_GPU=1, see cuzk_kernels::skip_without_device).
+    pub fn new_or_skip(ordinal: usize) -> Option<Self> {
+        match Self::new(ordinal) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                cuzk_kernels::skip_without_device(&e.to_string());
+                None
+            }
+        }
+    }
+
     pub fn device(&self) -> &GpuDevice {
         &self.dev
     }
@@ -105,6 +118,60 @@ impl Backend for CudaBackend {
         h.download_into(&self.dev, as_limbs_mut(&mut out))
             .map_err(map_error)?;
         Ok(out)
+    }
+
+    fn h_polynomial_for_msm(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<ScalarVec<'static>, BackendError> {
+        let h = self.h_polynomial_on_device(&a, &b, &c)?;
+        // Done when it returns (the NTT's time is reported apart from the MSMs').
+        self.dev.synchronize().map_err(device_error)?;
+        Ok(ScalarVec::Device(h))
+    }
+
+    fn load_scalars<'a>(&self, scalars: &'a [Scalar]) -> Result<ScalarVec<'a>, BackendError> {
+        let d = DeviceScalars::upload(&self.dev, as_limbs(scalars)).map_err(map_error)?;
+        Ok(ScalarVec::Device(d))
+    }
+
+    fn select<'a>(
+        &self,
+        v: &ScalarVec<'a>,
+        density: &Density,
+    ) -> Result<ScalarVec<'a>, BackendError> {
+        match v {
+            ScalarVec::Host(h) => Ok(ScalarVec::Host(density.select(h).into())),
+            ScalarVec::Device(d) => {
+                cuzk_kernels::msm::select_scalars(&self.dev, d, density.words(), density.len())
+                    .map(ScalarVec::Device)
+                    .map_err(map_error)
+            }
+        }
+    }
+
+    fn msm_g1_vec(
+        &self,
+        bases: G1Bases<'_>,
+        v: &ScalarVec<'_>,
+    ) -> Result<G1Projective, BackendError> {
+        match v {
+            ScalarVec::Host(h) => msm::msm_g1(&self.dev, bases, h),
+            ScalarVec::Device(d) => msm::msm_g1_device_scalars(&self.dev, bases, d),
+        }
+    }
+
+    fn msm_g2_vec(
+        &self,
+        bases: G2Bases<'_>,
+        v: &ScalarVec<'_>,
+    ) -> Result<G2Projective, BackendError> {
+        match v {
+            ScalarVec::Host(h) => msm::msm_g2(&self.dev, bases, h),
+            ScalarVec::Device(d) => msm::msm_g2_device_scalars(&self.dev, bases, d),
+        }
     }
 
     fn msm_g1(&self, bases: G1Bases<'_>, scalars: &[Scalar]) -> Result<G1Projective, BackendError> {

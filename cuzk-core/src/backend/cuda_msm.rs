@@ -20,14 +20,19 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use blstrs::{G1Projective, G2Projective, Scalar};
 use cuzk_kernels::msm::{self, Bases, DeviceBases, MsmGroup, G1, G2};
-use cuzk_kernels::GpuDevice;
+use cuzk_kernels::{DeviceScalars, GpuDevice};
 
 use super::device_error;
-use crate::backend::{BackendError, G1Bases, G2Bases, Query};
+use crate::backend::{cpu, BackendError, G1Bases, G2Bases, Query};
 
 /// Share of a device's memory that resident bases may take by default; the rest is the
 /// MSM and NTT working space (an MSM of 2^27 in G1 needs about 12 GB of it).
 const DEFAULT_RESIDENT_SHARE: f64 = 0.6;
+
+/// MSMs of at most this many scalars run on the host: a Groth16 proof's input parts (B's
+/// inputs are often just the constant one) cost a fixed ~0.5 ms (G1) to ~1 ms (G2) of
+/// launches and synchronisations on the device, against a few scalar multiplications here.
+const HOST_MSM_MAX: usize = 4;
 
 pub fn msm_g1(
     dev: &GpuDevice,
@@ -36,6 +41,9 @@ pub fn msm_g1(
 ) -> Result<G1Projective, BackendError> {
     check_shape(bases.points.len(), scalars.len())?;
     let points = &bases.points[..scalars.len()];
+    if scalars.len() <= HOST_MSM_MAX {
+        return cpu::msm_g1(points, scalars);
+    }
     match resident::<G1>(dev, bases.srs_id, bases.query, bases.points)? {
         Some(d) => msm::msm_g1(dev, Bases::Device(&d), scalars),
         None => msm::msm_g1(dev, Bases::Host(points), scalars),
@@ -50,9 +58,43 @@ pub fn msm_g2(
 ) -> Result<G2Projective, BackendError> {
     check_shape(bases.points.len(), scalars.len())?;
     let points = &bases.points[..scalars.len()];
+    if scalars.len() <= HOST_MSM_MAX {
+        return cpu::msm_g2(points, scalars);
+    }
     match resident::<G2>(dev, bases.srs_id, bases.query, bases.points)? {
         Some(d) => msm::msm_g2(dev, Bases::Device(&d), scalars),
         None => msm::msm_g2(dev, Bases::Host(points), scalars),
+    }
+    .map_err(device_error)
+}
+
+/// As [`msm_g1`], with the scalars in device memory (the H polynomial, the aux assignment
+/// and its density selections).
+pub fn msm_g1_device_scalars(
+    dev: &GpuDevice,
+    bases: G1Bases<'_>,
+    scalars: &DeviceScalars,
+) -> Result<G1Projective, BackendError> {
+    check_shape(bases.points.len(), scalars.len())?;
+    let points = &bases.points[..scalars.len()];
+    match resident::<G1>(dev, bases.srs_id, bases.query, bases.points)? {
+        Some(d) => msm::msm_g1_device_scalars(dev, Bases::Device(&d), scalars),
+        None => msm::msm_g1_device_scalars(dev, Bases::Host(points), scalars),
+    }
+    .map_err(device_error)
+}
+
+/// As [`msm_g1_device_scalars`], in G2.
+pub fn msm_g2_device_scalars(
+    dev: &GpuDevice,
+    bases: G2Bases<'_>,
+    scalars: &DeviceScalars,
+) -> Result<G2Projective, BackendError> {
+    check_shape(bases.points.len(), scalars.len())?;
+    let points = &bases.points[..scalars.len()];
+    match resident::<G2>(dev, bases.srs_id, bases.query, bases.points)? {
+        Some(d) => msm::msm_g2_device_scalars(dev, Bases::Device(&d), scalars),
+        None => msm::msm_g2_device_scalars(dev, Bases::Host(points), scalars),
     }
     .map_err(device_error)
 }

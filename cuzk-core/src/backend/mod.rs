@@ -1,9 +1,12 @@
 //! The heavy arithmetic of a Groth16 proof, behind one trait so that the CPU and the
 //! CUDA implementations are interchangeable and must agree bit for bit.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+
+use crate::synth::Density;
 
 pub mod cpu;
 pub mod cuda;
@@ -57,6 +60,32 @@ pub enum Query {
     Adhoc,
 }
 
+/// A vector of MSM scalars where the backend's MSMs read it: on the host, or in device
+/// memory. The CUDA backend keeps H where its NTTs left it (at 2^22 that spares a 128 MB
+/// download and the same upload again; at 2^27, 4.3 GB each way) and uploads the aux
+/// assignment once for the L, A and B MSMs, selecting A's and B's scalars on the device.
+pub enum ScalarVec<'a> {
+    Host(Cow<'a, [Scalar]>),
+    Device(cuzk_kernels::DeviceScalars),
+}
+
+impl ScalarVec<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            ScalarVec::Host(v) => v.len(),
+            ScalarVec::Device(d) => d.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn no_device() -> BackendError {
+    BackendError::Device("scalars in device memory reached a backend without a device".into())
+}
+
 /// The arithmetic kernels of a Groth16 prover.
 ///
 /// Callers serialise use of one device through the engine's per-device mutex; an
@@ -74,6 +103,59 @@ pub trait Backend: Send + Sync {
         b: Vec<Scalar>,
         c: Vec<Scalar>,
     ) -> Result<Vec<Scalar>, BackendError>;
+
+    /// h as [`Backend::h_polynomial`], left where the backend's MSMs read it (the host
+    /// unless the backend says otherwise). Returns once h is computed, so that it can be timed.
+    fn h_polynomial_for_msm(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<ScalarVec<'static>, BackendError> {
+        Ok(ScalarVec::Host(Cow::Owned(self.h_polynomial(a, b, c)?)))
+    }
+
+    /// `scalars` where this backend's MSMs read them, for several MSMs over one vector.
+    fn load_scalars<'a>(&self, scalars: &'a [Scalar]) -> Result<ScalarVec<'a>, BackendError> {
+        Ok(ScalarVec::Host(Cow::Borrowed(scalars)))
+    }
+
+    /// The members of `v` in `density` (indexed like `v`), in order, where `v` is: the
+    /// scalars of a query whose key holds points only for those variables.
+    fn select<'a>(
+        &self,
+        v: &ScalarVec<'a>,
+        density: &Density,
+    ) -> Result<ScalarVec<'a>, BackendError> {
+        match v {
+            ScalarVec::Host(h) => Ok(ScalarVec::Host(Cow::Owned(density.select(h)))),
+            ScalarVec::Device(_) => Err(no_device()),
+        }
+    }
+
+    /// As `msm_g1`, over a vector from `h_polynomial_for_msm`, `load_scalars` or `select`.
+    fn msm_g1_vec(
+        &self,
+        bases: G1Bases<'_>,
+        v: &ScalarVec<'_>,
+    ) -> Result<G1Projective, BackendError> {
+        match v {
+            ScalarVec::Host(h) => self.msm_g1(bases, h),
+            ScalarVec::Device(_) => Err(no_device()),
+        }
+    }
+
+    /// As `msm_g1_vec`, in G2.
+    fn msm_g2_vec(
+        &self,
+        bases: G2Bases<'_>,
+        v: &ScalarVec<'_>,
+    ) -> Result<G2Projective, BackendError> {
+        match v {
+            ScalarVec::Host(h) => self.msm_g2(bases, h),
+            ScalarVec::Device(_) => Err(no_device()),
+        }
+    }
 
     /// sum_i scalars[i] * bases[i]; `bases.points.len() >= scalars.len()`, extra bases ignored.
     fn msm_g1(&self, bases: G1Bases<'_>, scalars: &[Scalar]) -> Result<G1Projective, BackendError>;

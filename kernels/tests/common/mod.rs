@@ -6,19 +6,10 @@ use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-/// Device 0, or None after printing "SKIP: no CUDA device (why)".
+/// Device 0, or None after printing "SKIP: no CUDA device (why)" (a failure with
+/// CUZK_REQUIRE_GPU=1).
 pub fn device() -> Option<GpuDevice> {
-    if !cuzk_kernels::KERNELS_BUILT {
-        println!("SKIP: no CUDA device (built without CUDA kernels)");
-        return None;
-    }
-    match GpuDevice::open(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            println!("SKIP: no CUDA device ({e})");
-            None
-        }
-    }
+    cuzk_kernels::device_or_skip(0)
 }
 
 pub fn limbs(s: &Scalar) -> Limbs {

@@ -9,7 +9,9 @@
 //! 2. an exclusive scan of the counts, then two passes (by ranges of buckets, then by
 //!    bucket) sort the point indices by bucket (cuda/msm/sort.cuh);
 //! 3. equal-length segments of the sorted list are summed per bucket in XYZZ coordinates
-//!    (one thread per segment; a fix-up pass joins buckets cut by segment boundaries);
+//!    (one thread per segment; the pieces of buckets cut by segment boundaries are joined
+//!    by a segmented reduction in levels, so a bucket of millions of entries, as bit-heavy
+//!    Filecoin witnesses make, costs no more than many small ones);
 //! 4. each window's sum_d d * B_d is reduced on the device in levels of L buckets;
 //! 5. the host combines the handful of remaining points (levels, windows, chunks) with
 //!    blstrs, so the result is a blstrs projective point.
@@ -23,12 +25,25 @@ use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::{
-    sys, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+    result, sys, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig,
+    PushKernelArg,
 };
 
 use crate::device::GpuDevice;
 use crate::error::{GpuError, Result};
-use crate::ntt::{DeviceScalars, Limbs};
+use crate::ntt::{DeviceScalars, Limbs, ELEM_BYTES};
+
+mod bases;
+mod buckets;
+mod plan;
+mod select;
+
+use bases::*;
+pub use bases::{plan_fold, DeviceBases, Fold};
+use buckets::*;
+pub use plan::window_bits;
+use plan::*;
+pub use select::select_scalars;
 
 /// Buckets per reduction segment: each level divides the points left by this. A power of
 /// two, so that the host multiplies by it with doublings. The reduction is bound by its
@@ -38,25 +53,6 @@ use crate::ntt::{DeviceScalars, Limbs};
 /// (and gives the first level twice the threads).
 const REDUCE_L: u32 = 4;
 const REDUCE_LOG_L: u32 = 2;
-
-/// Threads per block of the sort's partition pass and its bound on partitions
-/// (PART_BLOCK, MAX_PARTS in cuda/msm/sort.cuh).
-const PART_BLOCK: u32 = 512;
-const MAX_PARTS: u32 = 512;
-
-/// The sort's partitions of `nb` buckets: (pshift, count), ranges of 2^pshift buckets, as
-/// many as MAX_PARTS allows: smaller regions keep the place pass's stores closer together,
-/// fewer partitions make the partition pass's runs longer.
-fn partitions(nb: u32) -> (u32, u32) {
-    let mut pshift = 0;
-    while ((nb - 1) >> pshift) + 1 > MAX_PARTS {
-        pshift += 1;
-    }
-    (pshift, ((nb - 1) >> pshift) + 1)
-}
-
-/// Kept free on the device beside an MSM's working set (other allocations, fragmentation).
-const MEMORY_MARGIN: usize = 512 << 20;
 
 /// One of the two groups the prover runs MSMs in.
 pub trait MsmGroup {
@@ -128,171 +124,6 @@ impl MsmGroup for G2 {
     }
 }
 
-/// A vector of affine bases resident in device memory, as uploaded (no conversion), and
-/// possibly its precomputed multiples (see [`Fold`]).
-pub struct DeviceBases<G: MsmGroup> {
-    buf: DeviceScalars,
-    len: usize,
-    fold: Option<Fold>,
-    _group: PhantomData<G>,
-}
-
-/// Copies 2^(c k) P of resident bases P for k < copies, one after another in device
-/// memory. Since 2^(c k) (d P) = d (2^(c k) P), a digit of window w can be added against
-/// copy w mod copies into the buckets of window w - (w mod copies): `copies` consecutive
-/// windows share one set of buckets (cuda/msm/fold.cuh). One bucket reduction per set instead of per
-/// window lets c grow: a G1 2^24 MSM runs 12 windows of 22 bits, one reduction, instead of
-/// 13 windows of 20 bits and 13 reductions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fold {
-    pub c: u32,
-    pub copies: u32,
-}
-
-impl<G: MsmGroup> DeviceBases<G> {
-    /// Copies `points` to the device.
-    pub fn upload(dev: &GpuDevice, points: &[G::Affine]) -> Result<Self> {
-        Ok(DeviceBases {
-            buf: upload_points::<G>(dev, points)?,
-            len: points.len(),
-            fold: None,
-            _group: PhantomData,
-        })
-    }
-
-    /// Copies `points` to the device with as many precomputed multiples as `max_bytes`
-    /// allows (all of them in at most `max_bytes`); plain as [`Self::upload`] where not even
-    /// two copies fit or the device is short of memory for them now.
-    pub fn upload_folded(dev: &GpuDevice, points: &[G::Affine], max_bytes: usize) -> Result<Self> {
-        let Some(fold) = plan_fold::<G>(points.len(), max_bytes) else {
-            return Self::upload(dev, points);
-        };
-        match upload_with_copies::<G>(dev, points, fold) {
-            Ok(buf) => Ok(DeviceBases {
-                buf,
-                len: points.len(),
-                fold: Some(fold),
-                _group: PhantomData,
-            }),
-            Err(GpuError::Driver(e)) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
-                dev.stream().synchronize()?;
-                Self::upload(dev, points)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn fold(&self) -> Option<Fold> {
-        self.fold
-    }
-
-    /// Device memory held.
-    pub fn bytes(&self) -> usize {
-        self.fold.map_or(1, |f| f.copies as usize) * self.len * G::AFFINE_U64 * 8
-    }
-}
-
-/// Points per launch of the fold kernel (its scratch holds ZZ, ZZZ per point).
-const FOLD_SLICE: usize = 1 << 22;
-/// Points per thread of the fold kernel (FOLD_BATCH in cuda/msm/fold.cuh).
-const FOLD_BATCH: usize = 16;
-
-/// The bases uploaded as copy 0 of `fold.copies`, each next copy 2^c times the one before,
-/// computed on the device.
-fn upload_with_copies<G: MsmGroup>(
-    dev: &GpuDevice,
-    points: &[G::Affine],
-    fold: Fold,
-) -> Result<DeviceScalars> {
-    let len = points.len();
-    let point_bytes = G::AFFINE_U64 * 8;
-    let elems_per_point = G::AFFINE_U64 / 4;
-    let buf = DeviceScalars::alloc(dev, fold.copies as usize * len * elems_per_point)?;
-    dev.ntt_state()
-        .upload_staged(dev, point_elems::<G>(points), buf.device_ptr())?;
-
-    let stream = dev.stream();
-    let kernel = dev
-        .module("msm")?
-        .load_function(&format!("msm_fold_{}", G::NAME))?;
-    let slice = FOLD_SLICE.min(len);
-    let scratch = unsafe { stream.alloc::<u64>(slice * G::AFFINE_U64) }?;
-    for k in 1..fold.copies as usize {
-        for start in (0..len).step_by(slice) {
-            let count = (len - start).min(slice) as u32;
-            let src = buf.device_ptr() + (((k - 1) * len + start) * point_bytes) as u64;
-            let dst = buf.device_ptr() + ((k * len + start) * point_bytes) as u64;
-            let threads = count.div_ceil(FOLD_BATCH as u32);
-            unsafe {
-                stream
-                    .launch_builder(&kernel)
-                    .arg(&src)
-                    .arg(&dst)
-                    .arg(&scratch)
-                    .arg(&count)
-                    .arg(&fold.c)
-                    .launch(grid(threads, 128))?;
-            }
-        }
-    }
-    stream.synchronize()?;
-    Ok(buf)
-}
-
-/// The fold for `len` bases in at most `max_bytes`: c and copies with the fewest bucket
-/// additions (nwin * n) plus reduction work (REDUCE_COST per bucket, per set of buckets).
-/// None where fewer than two copies fit.
-pub fn plan_fold<G: MsmGroup>(len: usize, max_bytes: usize) -> Option<Fold> {
-    if len == 0 {
-        return None;
-    }
-    let copy_bytes = len * G::AFFINE_U64 * 8;
-    // Entry k * len + i carries a sign in bit 31.
-    let index_cap = ((1usize << 31) / len).max(1);
-    let fit = (max_bytes / copy_bytes).min(index_cap);
-    if fit < 2 {
-        return None;
-    }
-    let n = len as u64;
-    // CUZK_MSM_FOLD_WINDOW pins c, for tuning.
-    let pinned = std::env::var("CUZK_MSM_FOLD_WINDOW")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|c| (2..=MAX_FOLD_C).contains(c));
-    let (c, nwin, sets) = (2..=MAX_FOLD_C)
-        .filter(|&c| pinned.is_none_or(|p| p == c))
-        .map(|c| {
-            let nwin = windows(c);
-            let sets = nwin.div_ceil(nwin.min(fit as u32));
-            (c, nwin, sets)
-        })
-        .min_by_key(|&(c, nwin, sets)| {
-            nwin as u64 * n + sets as u64 * REDUCE_COST * (1u64 << (c - 1))
-        })?;
-    let copies = nwin.div_ceil(sets);
-    (copies >= 2).then_some(Fold { c, copies })
-}
-
-/// Widest folded window: 2^23 buckets in one set.
-const MAX_FOLD_C: u32 = 24;
-/// A bucket's share of the reduction, in mixed additions (two full additions each, which
-/// ran ~6 times a mixed addition's time on the H200 at G1 2^24).
-const REDUCE_COST: u64 = 6;
-
-/// Points through the pinned, double-buffered staging of [`DeviceScalars`]: an affine point
-/// is a whole number of 32-byte elements (3 in G1, 6 in G2), and the staging moves bytes.
-fn upload_points<G: MsmGroup>(dev: &GpuDevice, points: &[G::Affine]) -> Result<DeviceScalars> {
-    DeviceScalars::upload(dev, point_elems::<G>(points))
-}
-
 /// Where an MSM's bases are: still on the host (uploaded chunk by chunk for this call), or
 /// resident on the device.
 pub enum Bases<'a, G: MsmGroup> {
@@ -309,22 +140,6 @@ impl<G: MsmGroup> Bases<'_, G> {
     }
 }
 
-/// Affine points as the 32-byte elements the pinned staging moves: a point is a whole number
-/// of them (3 in G1, 6 in G2).
-fn point_elems<G: MsmGroup>(points: &[G::Affine]) -> &[Limbs] {
-    assert_eq!(std::mem::size_of::<G::Affine>(), G::AFFINE_U64 * 8);
-    const _: () = assert!(std::mem::align_of::<Limbs>() == std::mem::align_of::<u64>());
-    // SAFETY: blstrs' affine points are #[repr(transparent)] over blst's #[repr(C)] affine
-    // structs of u64 limbs (checked size above), so any point's bytes are valid limbs;
-    // [u64; 4] has u64's alignment and AFFINE_U64 (12 or 24) is a multiple of 4.
-    unsafe {
-        std::slice::from_raw_parts(
-            points.as_ptr() as *const Limbs,
-            points.len() * G::AFFINE_U64 / 4,
-        )
-    }
-}
-
 fn scalar_limbs(scalars: &[Scalar]) -> &[Limbs] {
     const _: () = assert!(std::mem::size_of::<Scalar>() == std::mem::size_of::<Limbs>());
     const _: () = assert!(std::mem::align_of::<Scalar>() == std::mem::align_of::<Limbs>());
@@ -334,155 +149,54 @@ fn scalar_limbs(scalars: &[Scalar]) -> &[Limbs] {
 
 /// sum_i scalars[i] * bases[i] in G1. `bases.len() >= scalars.len()`; extra bases ignored.
 pub fn msm_g1(dev: &GpuDevice, bases: Bases<'_, G1>, scalars: &[Scalar]) -> Result<G1Projective> {
-    msm::<G1>(dev, bases, scalars)
+    msm::<G1>(dev, bases, Scalars::Host(scalars))
 }
 
 /// sum_i scalars[i] * bases[i] in G2.
 pub fn msm_g2(dev: &GpuDevice, bases: Bases<'_, G2>, scalars: &[Scalar]) -> Result<G2Projective> {
-    msm::<G2>(dev, bases, scalars)
+    msm::<G2>(dev, bases, Scalars::Host(scalars))
 }
 
-// ---------------------------------------------------------------------------------------
-// Planning
-
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct MsmLayout {
-    n: u32,
-    c: u32,
-    nwin: u32,
-    buckets_per_window: u32,
-    fold: u32,
-    stride: u32,
+/// As [`msm_g1`], with scalars (Fr, Montgomery form) already in device memory: the H
+/// polynomial the NTTs left there, or the aux assignment uploaded once for the L, A and B
+/// MSMs (with [`select_scalars`]). The vector is left as it is.
+pub fn msm_g1_device_scalars(
+    dev: &GpuDevice,
+    bases: Bases<'_, G1>,
+    scalars: &DeviceScalars,
+) -> Result<G1Projective> {
+    msm::<G1>(dev, bases, Scalars::Device(scalars))
 }
 
-// SAFETY: six u32, laid out as the kernels' `msm_layout`.
-unsafe impl DeviceRepr for MsmLayout {}
-
-/// Windows for c-bit signed digits of a scalar below 2^255: nwin * c >= 256 keeps the last
-/// window's carry in range (see cuda/msm/scalar.cuh).
-fn windows(c: u32) -> u32 {
-    256u32.div_ceil(c)
+/// As [`msm_g1_device_scalars`], in G2.
+pub fn msm_g2_device_scalars(
+    dev: &GpuDevice,
+    bases: Bases<'_, G2>,
+    scalars: &DeviceScalars,
+) -> Result<G2Projective> {
+    msm::<G2>(dev, bases, Scalars::Device(scalars))
 }
 
-fn buckets_per_window(c: u32) -> u32 {
-    ((1u32 << (c - 1)) + 1).next_multiple_of(REDUCE_L)
+/// Where an MSM's scalars are.
+#[derive(Clone, Copy)]
+enum Scalars<'a> {
+    Host(&'a [Scalar]),
+    Device(&'a DeviceScalars),
 }
 
-/// How a chunk runs: c-bit windows, `fold` consecutive windows per set of buckets (1 unless
-/// the bases are folded), `sets` bucket sets to reduce.
-#[derive(Clone, Copy, Debug)]
-struct Plan {
-    c: u32,
-    nwin: u32,
-    fold: u32,
-    sets: u32,
-}
-
-impl Plan {
-    fn new<G: MsmGroup>(bases: &Bases<'_, G>, n: usize) -> Plan {
-        match bases {
-            Bases::Device(DeviceBases { fold: Some(f), .. }) => {
-                let nwin = windows(f.c);
-                Plan {
-                    c: f.c,
-                    nwin,
-                    fold: f.copies,
-                    sets: nwin.div_ceil(f.copies),
-                }
-            }
-            _ => {
-                let c = window_bits(n);
-                Plan {
-                    c,
-                    nwin: windows(c),
-                    fold: 1,
-                    sets: windows(c),
-                }
-            }
+impl Scalars<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Scalars::Host(s) => s.len(),
+            Scalars::Device(d) => d.len(),
         }
     }
 
-    fn buckets(&self) -> u32 {
-        self.sets * buckets_per_window(self.c)
-    }
-}
-
-/// The window width for n points: fewest bucket additions (n per window) plus the
-/// reduction's (about two full additions, each worth ~2 mixed ones, per bucket). Override
-/// with CUZK_MSM_WINDOW for tuning.
-pub fn window_bits(n: usize) -> u32 {
-    if let Some(c) = std::env::var("CUZK_MSM_WINDOW")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|c| (2..=22).contains(c))
-    {
-        return c;
-    }
-    (2..=21u32)
-        .min_by_key(|&c| {
-            let w = windows(c) as u64;
-            w * n as u64 + w * 4 * (1u64 << (c - 1))
-        })
-        .unwrap()
-}
-
-/// Device bytes an MSM chunk of n points needs beyond its bases.
-fn working_bytes<G: MsmGroup>(n: usize, plan: Plan) -> usize {
-    let nwin = plan.nwin as usize;
-    let nb = plan.buckets() as usize;
-    let xyzz = G::XYZZ_U64 * 8;
-    let per_point = 32 + nwin * 12; // scalar; staged pair and sorted entry per window
-    let segments = MAX_SEGMENTS as usize;
-    n * per_point
-        + nb * (8 + xyzz) // counts, offsets, buckets
-        + segments * (xyzz + 8)
-        + 3 * (nb / REDUCE_L as usize + REDUCE_L as usize * plan.sets as usize) * xyzz // reduction levels
-        + (1 << 20)
-}
-
-/// Upper bound on accumulation segments (threads), for memory planning.
-const MAX_SEGMENTS: u32 = 1 << 20;
-
-/// Threads for bucket accumulation. Every segment holds the same number of entries, so
-/// every thread does the same work: two full waves of resident threads (as many as the
-/// registers allow on every SM) finish together, with no ragged last wave.
-fn accumulate_segments(dev: &GpuDevice, k: &Kernels, entries: u32) -> Result<u32> {
-    let sms = dev
-        .ctx()
-        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
-        as u32;
-    let blocks = k
-        .accumulate
-        .occupancy_max_active_blocks_per_multiprocessor(ACCUMULATE_BLOCK, 0, None)?
-        .max(1);
-    let waves = 2 * sms * blocks * ACCUMULATE_BLOCK;
-    Ok(entries.clamp(1, waves.min(MAX_SEGMENTS)))
-}
-
-/// Threads per block of the accumulation kernels (their __launch_bounds__).
-const ACCUMULATE_BLOCK: u32 = 128;
-
-/// Largest chunk of `n` points whose working set (and bases, when they are not resident)
-/// fits in `free` bytes.
-fn plan_chunk<G: MsmGroup>(bases: &Bases<'_, G>, n: usize, free: usize) -> Option<usize> {
-    let budget = free.saturating_sub(MEMORY_MARGIN);
-    let upload_bases = matches!(bases, Bases::Host(_));
-    let mut chunk = n;
-    loop {
-        let need = working_bytes::<G>(chunk, Plan::new(bases, chunk))
-            + if upload_bases {
-                chunk * G::AFFINE_U64 * 8
-            } else {
-                0
-            };
-        if need <= budget {
-            return Some(chunk);
+    fn range(&self, start: usize, end: usize) -> Self {
+        match *self {
+            Scalars::Host(s) => Scalars::Host(&s[start..end]),
+            Scalars::Device(d) => Scalars::Device(d),
         }
-        if chunk <= 1024 {
-            return None;
-        }
-        chunk = chunk.div_ceil(2);
     }
 }
 
@@ -497,7 +211,7 @@ struct Kernels {
     scan_totals: CudaFunction,
     scan_add: CudaFunction,
     accumulate: CudaFunction,
-    fixup: CudaFunction,
+    join_heads: CudaFunction,
     reduce_level: CudaFunction,
     sum_level: CudaFunction,
     to_jacobian: CudaFunction,
@@ -515,7 +229,7 @@ impl Kernels {
             scan_totals: f("msm_scan_totals")?,
             scan_add: f("msm_scan_add")?,
             accumulate: g("msm_accumulate")?,
-            fixup: g("msm_accumulate_fixup")?,
+            join_heads: g("msm_join_heads")?,
             reduce_level: g("msm_reduce_level")?,
             sum_level: g("msm_sum_level")?,
             to_jacobian: g("msm_xyzz_to_jacobian")?,
@@ -571,7 +285,7 @@ impl Drop for Profile {
 fn msm<G: MsmGroup>(
     dev: &GpuDevice,
     bases: Bases<'_, G>,
-    scalars: &[Scalar],
+    scalars: Scalars<'_>,
 ) -> Result<G::Projective> {
     if bases.len() < scalars.len() {
         return Err(GpuError::Invalid(format!(
@@ -602,7 +316,8 @@ fn msm<G: MsmGroup>(
     let mut start = 0;
     while start < n {
         let end = (start + chunk).min(n);
-        match msm_chunk::<G>(dev, &kernels, &bases, start, &scalars[start..end]) {
+        let part = scalars.range(start, end);
+        match msm_chunk::<G>(dev, &kernels, &bases, start, end - start, part) {
             Ok(part) => {
                 total = G::add(&total, &part);
                 start = end;
@@ -620,17 +335,18 @@ fn msm<G: MsmGroup>(
     Ok(total)
 }
 
-/// The MSM of one chunk: scalars[i] against bases[offset + i].
+/// The MSM of one chunk of n scalars against bases[offset..offset + n]: `scalars` holds
+/// just the chunk's when they are on the host, the whole vector when on the device.
 fn msm_chunk<G: MsmGroup>(
     dev: &GpuDevice,
     k: &Kernels,
     bases: &Bases<'_, G>,
     offset: usize,
-    scalars: &[Scalar],
+    n: usize,
+    scalars: Scalars<'_>,
 ) -> Result<G::Projective> {
     let stream = dev.stream();
     dev.ctx().bind_to_thread()?;
-    let n = scalars.len();
     let plan = Plan::new(bases, n);
     let Plan { c, nwin, sets, .. } = plan;
     let m = buckets_per_window(c);
@@ -665,11 +381,11 @@ fn msm_chunk<G: MsmGroup>(
     // 1. Scalars through part 1's pinned double-buffered staging (about 3x a pageable copy
     // here); as each piece lands, the device makes its scalars canonical and counts their
     // digits per bucket while the host stages the next piece.
-    let sc_buf = DeviceScalars::alloc(dev, n)?;
-    let sc = sc_buf.device_ptr();
+    // Device scalars are copied (device to device) and counted in one launch: the kernels
+    // make their copy canonical in place, the caller's vector stays as it was.
     let mut counts = stream.alloc_zeros::<u32>(nb as usize)?;
-    dev.ntt_state()
-        .upload_staged_each(dev, scalar_limbs(scalars), sc, |first, count| {
+    let count_digits =
+        |sc: u64, first: usize, count: usize, counts: &mut CudaSlice<u32>| -> Result<()> {
             let (first, count) = (first as u32, count as u32);
             unsafe {
                 stream
@@ -678,11 +394,27 @@ fn msm_chunk<G: MsmGroup>(
                     .arg(&lay)
                     .arg(&first)
                     .arg(&count)
-                    .arg(&mut counts)
+                    .arg(counts)
                     .launch(grid(count, 256))?;
             }
             Ok(())
-        })?;
+        };
+    let sc_buf = DeviceScalars::alloc(dev, n)?;
+    let sc = sc_buf.device_ptr();
+    match scalars {
+        Scalars::Host(host) => {
+            dev.ntt_state()
+                .upload_staged_each(dev, scalar_limbs(host), sc, |first, count| {
+                    count_digits(sc, first, count, &mut counts)
+                })?;
+        }
+        Scalars::Device(d) => {
+            let src = d.device_ptr() + (offset * ELEM_BYTES) as u64;
+            // SAFETY: both ranges lie inside their allocations (offset + n <= d.len()).
+            unsafe { result::memcpy_dtod_async(sc, src, n * ELEM_BYTES, stream.cu_stream()) }?;
+            count_digits(sc, 0, n, &mut counts)?;
+        }
+    }
     prof.mark("upload+count")?;
 
     // 2. Bucket offsets (scan), then point indices sorted into bucket order.
@@ -752,7 +484,6 @@ fn msm_chunk<G: MsmGroup>(
     let segments = entries.div_ceil(seg_len).max(1);
     let mut head_sum = unsafe { stream.alloc::<u64>(segments as usize * xyzz) }?;
     let mut head_bucket = stream.alloc_zeros::<u32>(segments as usize)?;
-    let mut tail_bucket = stream.alloc_zeros::<u32>(segments as usize)?;
     if entries > 0 {
         unsafe {
             stream
@@ -766,23 +497,13 @@ fn msm_chunk<G: MsmGroup>(
                 .arg(&mut buckets)
                 .arg(&mut head_sum)
                 .arg(&mut head_bucket)
-                .arg(&mut tail_bucket)
                 .launch(grid(segments, ACCUMULATE_BLOCK))?;
         }
         prof.mark("accumulate")?;
-        unsafe {
-            stream
-                .launch_builder(&k.fixup)
-                .arg(&segments)
-                .arg(&mut buckets)
-                .arg(&head_sum)
-                .arg(&head_bucket)
-                .arg(&tail_bucket)
-                .launch(grid(segments, ACCUMULATE_BLOCK))?;
-        }
-        prof.mark("fixup")?;
+        join_heads::<G>(stream, k, head_bucket, head_sum, segments, &mut buckets)?;
+        prof.mark("join")?;
     }
-    drop((sorted, offsets, head_sum, head_bucket, tail_bucket));
+    drop((sorted, offsets));
 
     // 4. Per-set reduction, level by level; each level leaves one point per set.
     let level_sums = reduce_windows::<G>(stream, k, buckets, m, sets, &mut prof)?;
@@ -821,82 +542,6 @@ fn msm_chunk<G: MsmGroup>(
     }
     prof.mark("host")?;
     Ok(result)
-}
-
-/// Runs the reduction levels of cuda/msm/reduce.cuh over `nwin` windows of `len` buckets;
-/// returns, per level, one point per window: that level's Sum(acc).
-fn reduce_windows<G: MsmGroup>(
-    stream: &Arc<CudaStream>,
-    k: &Kernels,
-    buckets: CudaSlice<u64>,
-    len: u32,
-    nwin: u32,
-    prof: &mut Profile,
-) -> Result<Vec<CudaSlice<u64>>> {
-    let xyzz = G::XYZZ_U64;
-    let l = REDUCE_L;
-    let pad = |s: u32| if s <= 1 { 1 } else { s.next_multiple_of(l) };
-    let mut levels = Vec::new();
-    let mut cur = buckets;
-    let mut len = len;
-    loop {
-        let s = len / l;
-        let sp = pad(s);
-        let mut acc = stream.alloc_zeros::<u64>((nwin * sp) as usize * xyzz)?;
-        let mut run = stream.alloc_zeros::<u64>((nwin * sp) as usize * xyzz)?;
-        unsafe {
-            stream
-                .launch_builder(&k.reduce_level)
-                .arg(&cur)
-                .arg(&len)
-                .arg(&l)
-                .arg(&nwin)
-                .arg(&sp)
-                .arg(&mut acc)
-                .arg(&mut run)
-                .launch(grid(s * nwin, 128))?;
-        }
-        prof.mark(&format!("reduce{}", levels.len()))?;
-        levels.push(sum_windows::<G>(stream, k, acc, sp, nwin)?);
-        prof.mark(&format!("sum{}", levels.len() - 1))?;
-        if s == 1 {
-            return Ok(levels);
-        }
-        cur = run;
-        len = sp;
-    }
-}
-
-/// Sums each window's `len` points down to one (len is 1 or a multiple of REDUCE_L).
-fn sum_windows<G: MsmGroup>(
-    stream: &Arc<CudaStream>,
-    k: &Kernels,
-    points: CudaSlice<u64>,
-    len: u32,
-    nwin: u32,
-) -> Result<CudaSlice<u64>> {
-    let l = REDUCE_L;
-    let mut cur = points;
-    let mut len = len;
-    while len > 1 {
-        let s = len / l;
-        let sp = if s <= 1 { 1 } else { s.next_multiple_of(l) };
-        let mut out = stream.alloc_zeros::<u64>((nwin * sp) as usize * G::XYZZ_U64)?;
-        unsafe {
-            stream
-                .launch_builder(&k.sum_level)
-                .arg(&cur)
-                .arg(&len)
-                .arg(&l)
-                .arg(&nwin)
-                .arg(&sp)
-                .arg(&mut out)
-                .launch(grid(s * nwin, 128))?;
-        }
-        cur = out;
-        len = sp;
-    }
-    Ok(cur)
 }
 
 #[cfg(test)]

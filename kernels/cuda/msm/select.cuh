@@ -1,0 +1,21 @@
+// Density selection on the device. A Groth16 key stores A and B query points only for the
+// variables those queries use (bellperson's density bitmaps), so their MSMs take the aux
+// assignment compacted to the set bits, in order. On the host that copy cost 40 ms of a
+// 2 KiB PoRep partition's device step (2.7M scalars, mostly first-touch page faults); here
+// it is one pass over a vector uploaded once for the L MSM anyway.
+#pragma once
+#include <stdint.h>
+
+// out[rank(i)] = in[i] for each set bit i of `words`; word_rank[w] = set bits before word w.
+__device__ __forceinline__ void select_scalars(const uint4* in, uint32_t n,
+                                               const unsigned long long* words,
+                                               const uint32_t* word_rank, uint4* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const unsigned long long w = words[i >> 6];
+    const uint32_t b = i & 63;
+    if (((w >> b) & 1) == 0) return;
+    const uint32_t r = word_rank[i >> 6] + __popcll(w & ((1ull << b) - 1));
+    out[2 * (size_t)r] = in[2 * (size_t)i];
+    out[2 * (size_t)r + 1] = in[2 * (size_t)i + 1];
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# On the GPU machine (device tool): the real-witness checks and figures, in phases so that
+# each call stays under the tool's 10-minute limit while the machine (and the parameters it
+# generated) stays warm between calls. Binaries come prebuilt in .device/bins.tar.xz (the
+# device has no Rust toolchain); logs go to $OUT, a short table is printed last.
+#
+#   scripts/device-real-witness.sh params   # 2 KiB parameters + fresh sectors (all kinds)
+#   scripts/device-real-witness.sh check    # real partitions CPU vs CUDA, Filecoin bytes, MSM tests
+#   scripts/device-real-witness.sh bench    # gpu_msm distributions, daemon sweeps (porep, synthetic)
+set -uo pipefail
+phase=${1:?phase: params | check | bench | all}
+if [[ $phase == all ]]; then
+    bash "$0" check
+    CUZK_MSM_PROFILE=1 timeout 120 "/root/cuzk-work/bin/real_partitions" --kinds porep --runs 1 \
+        --params /root/cuzk-work/params >"${OUT:-./device-logs}/profile-porep.log" 2>&1
+    grep MSM_PROFILE "${OUT:-./device-logs}/profile-porep.log" | tail -8
+    exec bash "$0" bench
+fi
+OUT=${OUT:-./device-logs}
+mkdir -p "$OUT"
+export CUZK_REQUIRE_GPU=1
+W=/root/cuzk-work
+B=$W/bin
+export CUZK_PARAM_CACHE=$W/params FIL_PROOFS_PARAMETER_CACHE=$W/params
+mkdir -p "$W/params"
+if [[ ! -x $B/cuzk-daemon || .device/bins.tar.xz -nt $B/cuzk-daemon ]]; then
+    tar xJf .device/bins.tar.xz -C "$W"
+fi
+status=0
+step() {
+    local name=$1 limit=$2; shift 2
+    local t0=$SECONDS
+    timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+    local rc=$?
+    printf '%-22s rc=%d %4ds\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$OUT/summary.txt"
+    [[ $rc == 0 ]] || status=1
+}
+
+case $phase in
+params)
+    nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+        --format=csv | tee "$OUT/nvidia-smi.txt"
+    step params 420 "$B/cuzk-client" params generate --sector-size 2KiB --dir "$W/params"
+    step vectors 120 "$B/cuzk-client" gen-vanilla all --sector-size 2KiB --out "$W/vec"
+    ls "$W/vec" >"$OUT/vectors.txt"
+    ;;
+check)
+    step real_partitions 300 "$B/real_partitions" --runs 5 --params "$W/params" \
+        --dump-witness "$W/porep-aux.bin"
+    step cuda_filecoin 200 env CUZK_CUDA_FIL_KINDS=porep,winning,window,snap \
+        "$B/cuda_filecoin" --nocapture --test-threads=1
+    step cuda_master 120 "$B/cuda_master" --nocapture --test-threads=1
+    step cuda_msm 300 env CUZK_MSM_TEST_MAX_LOG=22 CUZK_MSM_TEST_CPU_MAX_LOG=${CPU_MAX_LOG:-20} \
+        "$B/cuda_msm" --nocapture --test-threads=1
+    sed -n '/^| kind/,$p' "$OUT/real_partitions.log"
+    grep -h -E "^test |test result|panicked" "$OUT"/cuda_*.log | tail -20
+    ;;
+bench)
+    step gpu_msm 300 "$B/gpu_msm" --g1 20,22,24 --g2 20,22 --reps 5 --cpu-max-log 20 \
+        --dist uniform,bits:0.5,bits:0.99,porep,one,equal,sparse:0.01,few:16 \
+        --porep-witness "$W/porep-aux.bin"
+    manifest=$(ls "$W"/vec/porep*.json | head -1)
+    step bench_porep 300 "$B/cuzk-client" bench --spawn -c 72 -j 24 --warmup 2 --kind porep \
+        --manifest "$manifest" --log "$OUT/bench-porep.log" \
+        --daemon-arg=--backend=cuda --daemon-arg=--param-dir="$W/params"
+    sed -n '/^| MSM/,$p' "$OUT/gpu_msm.log"
+    grep -A4 "^J " "$OUT/bench_porep.log"
+    ;;
+esac
+grep -h -E "SKIP|panicked|FAILED" "$OUT"/*.log | head -10
+cat "$OUT/summary.txt"
+exit $status
