@@ -40,12 +40,18 @@ pub struct EngineConfig {
     pub synthesis_workers: usize,
     /// Jobs waiting in the queue before SubmitProof answers RESOURCE_EXHAUSTED.
     pub max_queued_jobs: usize,
-    /// Synthesized partitions waiting for a device; each holds a/b/c and the assignments
-    /// in memory (about 1.3 GB for a 32 GiB PoRep partition), so this bounds memory.
+    /// Further threads that synthesize only HIGH and CRITICAL partitions (PoSt), so that one
+    /// is free when a PoSt arrives however much sealing work keeps the others busy.
+    pub urgent_synthesis_workers: usize,
+    /// Synthesized partitions that may wait for a device beside those in synthesis (each
+    /// holds a/b/c and the assignments in memory). Urgent partitions may use as many again.
     pub max_synthesized_partitions: usize,
-    /// Bytes that synthesized partitions waiting for (or on) a device may hold together;
-    /// 0: half of the machine's memory.
+    /// Bytes that partitions in synthesis, waiting for a device or on one may hold together
+    /// (reserved before synthesis); 0: half of the machine's memory.
     pub synthesized_memory_bytes: u64,
+    /// Of those bytes, the share only HIGH and CRITICAL partitions may use; unset: an eighth.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub urgent_memory_bytes: Option<u64>,
     /// Device memory each GPU may keep parameter points in (resident SRS vectors and their
     /// precomputed multiples, least recently used dropped first); 0: 60% of the device.
     pub gpu_resident_bytes: u64,
@@ -72,8 +78,10 @@ impl Default for EngineConfig {
             devices: Vec::new(),
             synthesis_workers: (cores / 2).clamp(1, 8),
             max_queued_jobs: 256,
+            urgent_synthesis_workers: 1,
             max_synthesized_partitions: 2,
             synthesized_memory_bytes: 0,
+            urgent_memory_bytes: None,
             gpu_resident_bytes: 0,
             verify_proofs: true,
             result_retention_secs: 3600,
@@ -113,6 +121,12 @@ mod tests {
         let c: EngineConfig = toml::from_str("").unwrap();
         assert!(c.verify_proofs);
         assert_eq!(c.max_queued_jobs, 256);
+        assert_eq!(
+            (c.urgent_synthesis_workers, c.urgent_memory_bytes),
+            (1, None)
+        );
+        let c: EngineConfig = toml::from_str("urgent_memory_bytes = 0").unwrap();
+        assert_eq!(c.urgent_memory_bytes, Some(0));
         let c: EngineConfig = toml::from_str("backend = \"cpu\"\nsynthesis_workers = 3").unwrap();
         assert_eq!(c.backend, BackendChoice::Cpu);
         assert_eq!(c.synthesis_workers, 3);

@@ -2,17 +2,18 @@
 //! for the way of a partition). Transport-free: the daemon's gRPC service calls these
 //! methods and maps `Error` to status codes.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::budget::{default_budget_bytes, MemoryBudget};
+use crate::budget::{default_budget_bytes, default_urgent_bytes, Budget};
 use crate::config::EngineConfig;
+use crate::gate::{Lane, SynthesisGate};
 use crate::gpu::{cpu_fallback, open_devices, Device};
 use crate::job::{Error, JobId, JobState, Priority, ProofKind, Result, SubmitRequest};
+use crate::jobs::{payload_digest, Archived, Found, Jobs, Resubmit};
 use crate::journal::{now_unix_ms, JobEntry, Journal, Recovered};
 use crate::kinds::build_task;
 use crate::metrics::Metrics;
@@ -33,9 +34,8 @@ pub struct Shared {
     pub devices: Vec<Arc<Device>>,
     /// Where partitions of a failed device are proven.
     pub cpu_fallback: Arc<Device>,
-    /// Bounds the memory of synthesized partitions.
-    pub memory: Arc<MemoryBudget>,
-    pub synth_queue: PriorityQueue<PartitionWork>,
+    /// Partitions waiting for synthesis, and the room (slots, memory) of those admitted.
+    pub gate: Arc<SynthesisGate<PartitionWork>>,
     pub prove_queue: PriorityQueue<SynthesizedWork>,
     pub finalize_queue: PriorityQueue<ProvenWork>,
     pub test_hooks: TestHooks,
@@ -52,27 +52,6 @@ pub struct Shared {
     started: Instant,
 }
 
-#[derive(Default)]
-struct Jobs {
-    by_id: HashMap<JobId, Arc<Job>>,
-    /// Jobs that finished before this start, read back from the journal: only the outcome
-    /// is kept (their requests are gone), served until their retention passes.
-    archived: HashMap<JobId, Archived>,
-    by_request: HashMap<String, JobId>,
-}
-
-struct Archived {
-    request_id: String,
-    outcome: JobOutcome,
-    finished_unix_ms: u64,
-}
-
-/// A job id looked up: running or finished in this process, or finished before it.
-enum Found {
-    Live(Arc<Job>),
-    Archived(JobOutcome),
-}
-
 /// What SubmitProof answers.
 #[derive(Clone, Debug)]
 pub struct Submitted {
@@ -81,6 +60,16 @@ pub struct Submitted {
     pub queue_position: u32,
     /// True when `request_id` matched an existing job.
     pub existing: bool,
+}
+
+impl Submitted {
+    fn existing(job_id: JobId) -> Self {
+        Submitted {
+            job_id,
+            queue_position: 0,
+            existing: true,
+        }
+    }
 }
 
 /// Per-kind queue counts (GetStatus; Curio uses pending + in_progress for back-pressure).
@@ -145,16 +134,25 @@ impl Engine {
             0 => default_budget_bytes(),
             n => n,
         };
+        let budget = Budget {
+            // Every worker synthesizing plus the partitions that may wait for a device.
+            slots: config.synthesis_workers.max(1) + config.max_synthesized_partitions,
+            urgent_slots: config.urgent_synthesis_workers + config.max_synthesized_partitions,
+            bytes: memory_limit,
+            urgent_bytes: config
+                .urgent_memory_bytes
+                .unwrap_or_else(|| default_urgent_bytes(memory_limit))
+                .min(memory_limit),
+        };
         let shared = Arc::new(Shared {
             cpu_fallback: cpu_fallback(&devices),
-            memory: MemoryBudget::new(memory_limit),
+            gate: SynthesisGate::new(budget),
             srs: SrsCache::new(config.param_dir.clone()),
             timeline: Timeline::new(config.timeline),
             metrics: Metrics::new(),
             devices,
-            // Admission bounds jobs itself; partitions of admitted jobs always fit.
-            synth_queue: PriorityQueue::new(usize::MAX),
-            prove_queue: PriorityQueue::new(config.max_synthesized_partitions),
+            // Both bounded before synthesis, by the gate.
+            prove_queue: PriorityQueue::new(usize::MAX),
             finalize_queue: PriorityQueue::new(usize::MAX),
             test_hooks,
             in_flight: Arc::new(AtomicUsize::new(0)),
@@ -174,10 +172,12 @@ impl Engine {
             );
         }
         shared.recover(recovery.jobs);
-        for w in 0..shared.config.synthesis_workers.max(1) {
+        let general = shared.config.synthesis_workers.max(1);
+        for w in 0..general + shared.config.urgent_synthesis_workers {
             let s = shared.clone();
+            let lane = if w < general { Lane::Any } else { Lane::Urgent };
             spawn(&format!("synth-{w}"), move || {
-                pipeline::synthesis_worker(s, w)
+                pipeline::synthesis_worker(s, w, lane)
             });
         }
         for dev in &shared.devices {
@@ -198,6 +198,8 @@ impl Engine {
         tracing::info!(
             backend = %shared.devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>().join(","),
             synthesis_workers = shared.config.synthesis_workers,
+            urgent_synthesis_workers = shared.config.urgent_synthesis_workers,
+            budget = ?shared.gate.budget(),
             param_dir = %shared.config.param_dir.display(),
             journal = %shared.journal.as_ref().map_or_else(|| "off".into(), |j| j.path().display().to_string()),
             "engine started"
@@ -209,14 +211,16 @@ impl Engine {
         &self.shared.config
     }
 
-    /// Validate and enqueue a job. Every check happens before anything is queued.
+    /// Validate and enqueue a job. Every check happens before anything is queued. A request
+    /// id seen before answers with its job or starts a new one by the rules in jobs.rs.
     pub fn submit(&self, req: SubmitRequest) -> Result<Submitted> {
         let s = &self.shared;
         if !s.accepting.load(Ordering::SeqCst) {
             return Err(Error::ShuttingDown);
         }
-        if let Some(existing) = self.by_request_id(&req.request_id) {
-            return Ok(existing);
+        let digest = payload_digest(&req.proof);
+        if let Resubmit::Existing(id) = s.jobs.lock().resubmission(&req.request_id, &digest) {
+            return Ok(Submitted::existing(id));
         }
         let task = build_task(&req.proof)?;
         let priority = req
@@ -224,19 +228,12 @@ impl Engine {
             .unwrap_or_else(|| task.kind().default_priority());
 
         let mut jobs = s.jobs.lock();
-        // Checked again under the lock: two submissions of one request_id race here.
-        if let Some(id) = jobs.by_request.get(&req.request_id) {
-            return Ok(Submitted {
-                job_id: id.clone(),
-                queue_position: 0,
-                existing: true,
-            });
-        }
-        let queued = jobs
-            .by_id
-            .values()
-            .filter(|j| j.state() == JobState::Queued)
-            .count();
+        // Decided again under the lock: two submissions of one request_id race here.
+        let superseded = match jobs.resubmission(&req.request_id, &digest) {
+            Resubmit::Existing(id) => return Ok(Submitted::existing(id)),
+            Resubmit::New { superseded } => superseded,
+        };
+        let queued = jobs.queued();
         if queued >= s.config.max_queued_jobs {
             return Err(Error::QueueFull {
                 capacity: s.config.max_queued_jobs,
@@ -244,17 +241,11 @@ impl Engine {
         }
         let seq = s.next_seq.fetch_add(1, Ordering::Relaxed);
         let id = format!("job-{seq}-{:08x}", rand::random::<u32>());
-        let job = Arc::new(Job::new(
-            id.clone(),
-            seq,
-            req.request_id.clone(),
-            priority,
-            task,
-        ));
-        jobs.by_id.insert(id.clone(), job.clone());
-        if !req.request_id.is_empty() {
-            jobs.by_request.insert(req.request_id.clone(), id.clone());
-        }
+        let job = Arc::new(
+            Job::new(id.clone(), seq, req.request_id.clone(), priority, task)
+                .with_payload_digest(digest),
+        );
+        let previous = jobs.insert(job.clone());
         drop(jobs);
 
         // On disk before the client hears "accepted" (outside the table lock: it fsyncs).
@@ -266,16 +257,18 @@ impl Engine {
                 priority,
                 job.submitted_unix_ms,
             );
-            if let Err(e) = journal.record_submitted(&id, &entry, &req) {
+            if let Err(e) = journal.record_submitted(&id, &entry, &req, &digest) {
                 // Not durable, so not accepted.
-                let mut jobs = s.jobs.lock();
-                jobs.by_id.remove(&id);
-                if jobs.by_request.get(&req.request_id) == Some(&id) {
-                    jobs.by_request.remove(&req.request_id);
-                }
+                s.jobs.lock().remove_new(&job, previous);
                 tracing::error!(job = %id, error = %e, "journal write failed; job refused");
                 return Err(e);
             }
+        }
+        if let Some(old) = superseded {
+            // Its input was replaced under the same request id: its proof is not wanted.
+            tracing::info!(job = %old.id, by = %id, request_id = %req.request_id,
+                "a new payload under this request id supersedes the job; cancelling it");
+            s.cancel_job(&old, Some(&id));
         }
         s.metrics.job_submitted(job.kind);
         s.timeline.emit(
@@ -302,27 +295,8 @@ impl Engine {
         })
     }
 
-    fn by_request_id(&self, request_id: &str) -> Option<Submitted> {
-        if request_id.is_empty() {
-            return None;
-        }
-        let jobs = self.shared.jobs.lock();
-        jobs.by_request.get(request_id).map(|id| Submitted {
-            job_id: id.clone(),
-            queue_position: 0,
-            existing: true,
-        })
-    }
-
     fn find(&self, id: &str) -> Result<Found> {
-        let jobs = self.shared.jobs.lock();
-        if let Some(job) = jobs.by_id.get(id) {
-            return Ok(Found::Live(job.clone()));
-        }
-        match jobs.archived.get(id) {
-            Some(a) => Ok(Found::Archived(a.outcome.clone())),
-            None => Err(Error::NotFound(id.to_string())),
-        }
+        self.shared.jobs.lock().find(id)
     }
 
     /// Wait for a job to end. Ok(None) when `timeout` passes first (the job goes on).
@@ -366,18 +340,7 @@ impl Engine {
             Found::Archived(_) => return Ok(false),
         };
         let was_running = job.state() == JobState::Running;
-        let s = &self.shared;
-        let cancelled = job.finish(JobState::Cancelled, |outcome| {
-            s.journal_finished(&job, outcome);
-            s.metrics
-                .job_finished(job.kind, "cancelled", job.submitted.elapsed());
-            s.timeline.emit("JOB_CANCELLED", &job.id, &[]);
-        });
-        if cancelled {
-            s.synth_queue.remove_where(|w| w.job.id == job.id);
-            s.prove_queue.remove_where(|w| w.job.id == job.id);
-            s.finalize_queue.remove_where(|w| w.job.id == job.id);
-        }
+        self.shared.cancel_job(&job, None);
         Ok(was_running)
     }
 
@@ -390,15 +353,7 @@ impl Engine {
 
     pub fn status(&self) -> EngineStatus {
         let s = &self.shared;
-        let mut counts: HashMap<ProofKind, (u32, u32)> = HashMap::new();
-        for job in s.jobs.lock().by_id.values() {
-            let e = counts.entry(job.kind).or_default();
-            match job.state() {
-                JobState::Queued => e.0 += 1,
-                JobState::Running => e.1 += 1,
-                _ => {}
-            }
-        }
+        let counts = s.jobs.lock().counts();
         let queues = ProofKind::ALL
             .iter()
             .map(|&kind| {
@@ -476,8 +431,8 @@ impl Engine {
     pub fn shutdown(&self) {
         let s = &self.shared;
         s.accepting.store(false, Ordering::SeqCst);
-        s.synth_queue.close();
-        let dropped = s.synth_queue.drain();
+        s.gate.close();
+        let dropped = s.gate.drain();
         if s.journal.is_none() {
             for work in dropped {
                 s.fail(&work.job, Error::ShuttingDown);
@@ -520,7 +475,7 @@ impl Shared {
             };
             (job.priority, job.seq, work)
         });
-        self.synth_queue.push_all(parts)
+        self.gate.push_all(parts)
     }
 
     /// Take back what the journal held at start: finished jobs are served until their
@@ -532,27 +487,24 @@ impl Shared {
         let mut jobs = self.jobs.lock();
         for r in recovered {
             match r {
-                Recovered::Finished { id, entry } => {
+                Recovered::Finished { id, entry, digest } => {
                     let finished = entry.finished_unix_ms.unwrap_or(0);
                     if finished.saturating_add(keep_ms) < now {
                         continue; // expired: the retention loop deletes it
-                    }
-                    if !entry.request_id.is_empty() {
-                        jobs.by_request.insert(entry.request_id.clone(), id.clone());
                     }
                     let outcome = JobOutcome {
                         state: entry.job_state(),
                         timings: entry.timings(),
                         proof: entry.proof,
                     };
-                    jobs.archived.insert(
-                        id,
-                        Archived {
-                            request_id: entry.request_id,
-                            outcome,
-                            finished_unix_ms: finished,
-                        },
-                    );
+                    let archived = Archived {
+                        seq: entry.seq,
+                        request_id: entry.request_id,
+                        outcome,
+                        finished_unix_ms: finished,
+                        digest,
+                    };
+                    jobs.insert_archived(id, archived);
                 }
                 Recovered::Unfinished { id, entry, request } => {
                     unfinished.push((id, entry, request))
@@ -572,16 +524,13 @@ impl Shared {
             let priority = entry
                 .priority()
                 .unwrap_or_else(|| task.kind().default_priority());
+            // The digest from the request itself: journals of earlier versions have none.
             let job = Arc::new(
                 Job::new(id.clone(), entry.seq, entry.request_id, priority, task)
-                    .with_submitted_unix_ms(entry.submitted_unix_ms),
+                    .with_submitted_unix_ms(entry.submitted_unix_ms)
+                    .with_payload_digest(payload_digest(&request.proof)),
             );
-            let mut jobs = self.jobs.lock();
-            jobs.by_id.insert(id.clone(), job.clone());
-            if !job.request_id.is_empty() {
-                jobs.by_request.insert(job.request_id.clone(), id.clone());
-            }
-            drop(jobs);
+            self.jobs.lock().insert_recovered(job.clone());
             self.metrics.job_submitted(job.kind);
             self.timeline
                 .emit("JOB_RECOVERED", &id, &[("seq", &job.seq)]);
@@ -612,22 +561,18 @@ impl Shared {
             }
         }
         self.timeline.emit("JOB_FAILED", &id, &[("error", &msg)]);
-        let mut jobs = self.jobs.lock();
-        if !entry.request_id.is_empty() {
-            jobs.by_request.insert(entry.request_id.clone(), id.clone());
-        }
-        jobs.archived.insert(
-            id,
-            Archived {
-                request_id: entry.request_id,
-                outcome: JobOutcome {
-                    state,
-                    proof: Vec::new(),
-                    timings: Default::default(),
-                },
-                finished_unix_ms: finished,
+        let archived = Archived {
+            seq: entry.seq,
+            request_id: entry.request_id,
+            outcome: JobOutcome {
+                state,
+                proof: Vec::new(),
+                timings: Default::default(),
             },
-        );
+            finished_unix_ms: finished,
+            digest: None,
+        };
+        self.jobs.lock().insert_archived(id, archived);
     }
 
     /// Journal a job's end. Called from `Job::finish`, so before any waiter wakes.
@@ -657,6 +602,32 @@ impl Shared {
         self.journal.is_some()
     }
 
+    /// Cancel a job (a client's CancelProof, or `superseded_by` a new payload under its
+    /// request id); its partitions still queued are dropped at once.
+    fn cancel_job(&self, job: &Job, superseded_by: Option<&str>) {
+        let cancelled = job.finish(JobState::Cancelled, |outcome| {
+            self.journal_finished(job, outcome);
+            self.metrics
+                .job_finished(job.kind, "cancelled", job.submitted.elapsed());
+            match superseded_by {
+                Some(by) => self
+                    .timeline
+                    .emit("JOB_CANCELLED", &job.id, &[("superseded_by", &by)]),
+                None => self.timeline.emit("JOB_CANCELLED", &job.id, &[]),
+            }
+        });
+        if cancelled {
+            self.drop_partitions(job);
+        }
+    }
+
+    /// Take a finished job's partitions out of every queue, freeing their memory now.
+    fn drop_partitions(&self, job: &Job) {
+        self.gate.remove_where(|w| w.job.id == job.id);
+        self.prove_queue.remove_where(|w| w.job.id == job.id);
+        self.finalize_queue.remove_where(|w| w.job.id == job.id);
+    }
+
     /// Fail a job (first failure wins; later partitions of a failed job are skipped).
     pub fn fail(&self, job: &Job, err: Error) {
         let msg = err.to_string();
@@ -669,10 +640,8 @@ impl Shared {
                 .emit("JOB_FAILED", &job.id, &[("error", &msg)]);
         });
         if failed {
-            // Its other partitions would only be skipped later; free their memory now.
-            self.synth_queue.remove_where(|w| w.job.id == job.id);
-            self.prove_queue.remove_where(|w| w.job.id == job.id);
-            self.finalize_queue.remove_where(|w| w.job.id == job.id);
+            // Its other partitions would only be skipped later.
+            self.drop_partitions(job);
         }
     }
 
@@ -711,27 +680,7 @@ fn retention_loop(shared: std::sync::Weak<Shared>) {
         let Some(s) = shared.upgrade() else { return };
         let keep = Duration::from_secs(s.config.result_retention_secs);
         let cutoff = now_unix_ms().saturating_sub(keep.as_millis() as u64);
-        let mut jobs = s.jobs.lock();
-        let mut expired: Vec<(JobId, String)> = jobs
-            .by_id
-            .values()
-            .filter(|j| j.finished_at().is_some_and(|t| t.elapsed() > keep))
-            .map(|j| (j.id.clone(), j.request_id.clone()))
-            .collect();
-        expired.extend(
-            jobs.archived
-                .iter()
-                .filter(|(_, a)| a.finished_unix_ms < cutoff)
-                .map(|(id, a)| (id.clone(), a.request_id.clone())),
-        );
-        for (id, req) in expired {
-            jobs.by_id.remove(&id);
-            jobs.archived.remove(&id);
-            if jobs.by_request.get(&req) == Some(&id) {
-                jobs.by_request.remove(&req);
-            }
-        }
-        drop(jobs);
+        s.jobs.lock().expire(keep, cutoff);
         if let Some(journal) = &s.journal {
             match journal.prune(cutoff) {
                 Ok(0) => {}

@@ -3,12 +3,16 @@
 //! daemon that was killed or stopped finish the jobs it had accepted, and answer AwaitProof
 //! for jobs that finished before a restart.
 //!
-//! Schema (three tables, keyed by job id or name):
+//! Schema (four tables, keyed by job id or name):
 //! - `jobs`: job id -> [`JobEntry`] (identity, state, timestamps, proof bytes once completed).
 //!   Only `Queued` and the final states are written: a running job that is interrupted is
 //!   re-done from the start, so "running" need not survive.
 //! - `requests`: job id -> the [`SubmitRequest`], kept while the job is unfinished (it may be
 //!   hundreds of MB for a PoRep) and removed in the transaction that records its end.
+//! - `digests`: job id -> the SHA-256 of its payload (jobs.rs), kept with the entry, so that a
+//!   request id resubmitted after a restart is compared by payload. A table of its own, not a
+//!   field of the entry: entries of journals written before it still decode (their jobs have
+//!   no digest), and a daemon of that version reading a newer journal ignores the table.
 //! - `meta`: `max_seq` -> the highest admission sequence number ever given, so that job ids
 //!   never repeat even after every entry was pruned.
 //!
@@ -26,10 +30,12 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
 use crate::job::{Error, JobState, JobTimings, Priority, ProofKind, Result, SubmitRequest};
+use crate::jobs::Digest;
 use crate::kinds::KindRequest;
 
 const JOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("jobs");
 const REQUESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("requests");
+const DIGESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("digests");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const MAX_SEQ: &str = "max_seq";
 
@@ -169,8 +175,13 @@ pub enum Recovered {
         entry: JobEntry,
         request: Box<SubmitRequest>,
     },
-    /// Finished: its outcome is served until its retention passes.
-    Finished { id: String, entry: JobEntry },
+    /// Finished: its outcome is served until its retention passes. `digest`: None for a job
+    /// journaled before digests were kept.
+    Finished {
+        id: String,
+        entry: JobEntry,
+        digest: Option<Digest>,
+    },
 }
 
 /// Everything read back at start.
@@ -205,6 +216,8 @@ impl Journal {
         txn.open_table(JOBS).map_err(|e| fail("jobs table", &e))?;
         txn.open_table(REQUESTS)
             .map_err(|e| fail("requests table", &e))?;
+        txn.open_table(DIGESTS)
+            .map_err(|e| fail("digests table", &e))?;
         txn.open_table(META).map_err(|e| fail("meta table", &e))?;
         txn.commit().map_err(|e| fail("committing", &e))?;
         Ok(Journal { db, path })
@@ -214,9 +227,15 @@ impl Journal {
         &self.path
     }
 
-    /// Record an accepted job and its request. If the job already has an entry (it ended
-    /// before this write, e.g. cancelled at once) that entry is kept.
-    pub fn record_submitted(&self, id: &str, entry: &JobEntry, req: &SubmitRequest) -> Result<()> {
+    /// Record an accepted job, its request and its payload's digest. If the job already has an
+    /// entry (it ended before this write, e.g. cancelled at once) that entry is kept.
+    pub fn record_submitted(
+        &self,
+        id: &str,
+        entry: &JobEntry,
+        req: &SubmitRequest,
+        digest: &Digest,
+    ) -> Result<()> {
         let entry_bytes = encode(entry)?;
         let req_bytes = encode(&StoredRequest::from(req))?;
         self.write(|txn| {
@@ -226,6 +245,7 @@ impl Journal {
             }
             jobs.insert(id, entry_bytes.as_slice())?;
             txn.open_table(REQUESTS)?.insert(id, req_bytes.as_slice())?;
+            txn.open_table(DIGESTS)?.insert(id, digest.as_slice())?;
             let mut meta = txn.open_table(META)?;
             let max = meta.get(MAX_SEQ)?.map_or(0, |v| v.value());
             if entry.seq > max {
@@ -251,6 +271,7 @@ impl Journal {
             let txn = self.db.begin_read()?;
             let jobs = txn.open_table(JOBS)?;
             let requests = txn.open_table(REQUESTS)?;
+            let digests = txn.open_table(DIGESTS)?;
             let mut out = Recovery {
                 max_seq: txn.open_table(META)?.get(MAX_SEQ)?.map_or(0, |v| v.value()),
                 ..Recovery::default()
@@ -268,7 +289,10 @@ impl Journal {
                 };
                 out.max_seq = out.max_seq.max(entry.seq);
                 if entry.is_final() {
-                    out.jobs.push(Recovered::Finished { id, entry });
+                    let digest = digests
+                        .get(id.as_str())?
+                        .and_then(|v| Digest::try_from(v.value()).ok());
+                    out.jobs.push(Recovered::Finished { id, entry, digest });
                     continue;
                 }
                 let request = match requests.get(id.as_str())? {
@@ -319,9 +343,11 @@ impl Journal {
         self.write(|txn| {
             let mut jobs = txn.open_table(JOBS)?;
             let mut requests = txn.open_table(REQUESTS)?;
+            let mut digests = txn.open_table(DIGESTS)?;
             for id in &ids {
                 jobs.remove(id.as_str())?;
                 requests.remove(id.as_str())?;
+                digests.remove(id.as_str())?;
             }
             Ok(())
         })?;
@@ -552,7 +578,7 @@ mod tests {
         r.jobs
             .iter()
             .filter_map(|j| match j {
-                Recovered::Finished { id, entry } => Some((id.as_str(), entry)),
+                Recovered::Finished { id, entry, .. } => Some((id.as_str(), entry)),
                 _ => None,
             })
             .collect()
@@ -564,8 +590,13 @@ mod tests {
         {
             let j = Journal::open(dir.path()).unwrap();
             for seq in [3, 7] {
-                j.record_submitted(&format!("job-{seq}"), &entry(seq), &request(seq))
-                    .unwrap();
+                j.record_submitted(
+                    &format!("job-{seq}"),
+                    &entry(seq),
+                    &request(seq),
+                    &[seq as u8; 32],
+                )
+                .unwrap();
             }
             let timings = JobTimings {
                 synthesis: Duration::from_millis(12),
@@ -597,6 +628,11 @@ mod tests {
         assert_eq!(f[0].1.proof, vec![9; 192]);
         assert_eq!(f[0].1.finished_unix_ms, Some(5000));
         assert_eq!(f[0].1.timings().synthesis, Duration::from_millis(12));
+        assert!(
+            matches!(&r.jobs.iter().find(|j| matches!(j, Recovered::Finished { .. })),
+                Some(Recovered::Finished { digest: Some(d), .. }) if *d == [7; 32]),
+            "the digest is kept with the finished entry"
+        );
         // The finished job's request was dropped with its end.
         let txn = j.db.begin_read().unwrap();
         assert!(txn
@@ -613,7 +649,8 @@ mod tests {
         let j = Journal::open(dir.path()).unwrap();
         let cancelled = entry(1).finished(&JobState::Cancelled, &[], &JobTimings::default(), 9);
         j.record_finished("job-1", &cancelled).unwrap();
-        j.record_submitted("job-1", &entry(1), &request(1)).unwrap();
+        j.record_submitted("job-1", &entry(1), &request(1), &[1; 32])
+            .unwrap();
         let r = j.load().unwrap();
         assert!(unfinished(&r).is_empty());
         assert_eq!(finished(&r)[0].1.state, StoredState::Cancelled);
@@ -621,12 +658,37 @@ mod tests {
     }
 
     #[test]
+    fn entries_of_journals_without_digests_read_back_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path()).unwrap();
+        // As the version before digests wrote them: the entry alone, finished.
+        let done =
+            encode(&entry(4).finished(&JobState::Completed, &[1; 192], &JobTimings::default(), 9))
+                .unwrap();
+        j.write(|txn| {
+            txn.open_table(JOBS)?.insert("job-4", done.as_slice())?;
+            Ok(())
+        })
+        .unwrap();
+        let r = j.load().unwrap();
+        assert!(matches!(
+            r.jobs.as_slice(),
+            [Recovered::Finished { digest: None, .. }]
+        ));
+        // Pruned with its digest (none here): no error.
+        assert_eq!(j.prune(u64::MAX).unwrap(), 1);
+    }
+
+    #[test]
     fn corrupt_entries_are_skipped_not_fatal() {
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::open(dir.path()).unwrap();
-        j.record_submitted("job-1", &entry(1), &request(1)).unwrap();
-        j.record_submitted("job-2", &entry(2), &request(2)).unwrap();
-        j.record_submitted("job-3", &entry(3), &request(3)).unwrap();
+        j.record_submitted("job-1", &entry(1), &request(1), &[1; 32])
+            .unwrap();
+        j.record_submitted("job-2", &entry(2), &request(2), &[2; 32])
+            .unwrap();
+        j.record_submitted("job-3", &entry(3), &request(3), &[3; 32])
+            .unwrap();
         j.write(|txn| {
             let mut jobs = txn.open_table(JOBS)?;
             jobs.insert("job-1", [FORMAT, 0xff, 0xff].as_slice())?;
@@ -654,7 +716,8 @@ mod tests {
         let t = JobTimings::default();
         for (seq, fin) in [(1u64, Some(100u64)), (2, Some(200)), (3, None)] {
             let id = format!("job-{seq}");
-            j.record_submitted(&id, &entry(seq), &request(seq)).unwrap();
+            j.record_submitted(&id, &entry(seq), &request(seq), &[0; 32])
+                .unwrap();
             if let Some(at) = fin {
                 let e = entry(seq).finished(&JobState::Failed("boom".into()), &[], &t, at);
                 j.record_finished(&id, &e).unwrap();

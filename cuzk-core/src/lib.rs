@@ -1,6 +1,7 @@
 //! cuzk's engine: everything but transport and command line.
 //!
-//! The way of a job: `job` (what it is) -> `engine` (admission) -> `queue` (priority order)
+//! The way of a job: `job` (what it is) -> `engine` (admission; `jobs` the table and request
+//! ids) -> `gate` (priority order, each partition's room reserved before synthesis: `budget`)
 //! -> `pipeline` (its stages in order: `synth` circuit -> a/b/c + assignments; `gpu` device
 //! and `prove` H polynomial and MSMs through a `backend`; `finalize` assemble, self-verify)
 //! -> results in `record`, awaited through `engine`.
@@ -9,8 +10,10 @@ pub mod budget;
 pub mod config;
 pub mod engine;
 pub mod finalize;
+pub mod gate;
 pub mod gpu;
 pub mod job;
+pub mod jobs;
 pub mod journal;
 pub mod kinds;
 pub mod matrices;

@@ -1,5 +1,6 @@
-//! The way of a partition, top to bottom: a synthesis worker takes it from the queue and
-//! synthesizes its circuit; a device worker proves it under the device's mutex; a finalize
+//! The way of a partition, top to bottom: a synthesis worker takes it from the gate, its room
+//! reserved (gate.rs: most urgent first, room for urgent work kept), and synthesizes its
+//! circuit; a device worker proves it under the device's mutex; a finalize
 //! worker assembles and verifies it; the last partition completes the job. Finalizing on its
 //! own workers keeps the device worker on the device: done inline, the public inputs and
 //! verification (~43 ms a partition at 2^18) left each H200 idle 38% of a sweep.
@@ -20,9 +21,9 @@ use std::time::Instant;
 use blstrs::Scalar;
 
 use crate::backend::BackendError;
-use crate::budget::Reservation;
 use crate::engine::Shared;
 use crate::finalize::finalize_partition;
+use crate::gate::{Lane, Take, Ticket};
 use crate::gpu::Device;
 use crate::job::{Error, JobState, Result};
 use crate::metrics::Phase;
@@ -39,14 +40,14 @@ pub struct PartitionWork {
     pub on_cpu: bool,
 }
 
-/// A synthesized partition waiting for a device. Its bytes are held against the memory
-/// budget until it is dropped.
+/// A synthesized partition waiting for a device. Its ticket holds a pipeline slot until a
+/// device takes it and its bytes until it is dropped.
 pub struct SynthesizedWork {
     pub job: Arc<Job>,
     pub index: usize,
     pub synth: Synthesized,
     pub in_flight: InFlight,
-    _memory: Reservation,
+    ticket: Ticket,
 }
 
 /// A proven partition waiting for assembly and verification (CPU work).
@@ -95,8 +96,17 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
-    while let Some(PartitionWork { job, index, on_cpu }) = shared.synth_queue.pop() {
+/// A synthesis worker: takes the most urgent partition whose room is free (gate.rs), with
+/// that room already reserved, so that it never waits holding a finished partition.
+pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
+    while let Some(next) = shared.gate.take(lane, partition_bytes) {
+        let (PartitionWork { job, index, on_cpu }, mut ticket) = match next {
+            Take::Admitted(work, ticket) => (work, ticket),
+            Take::Prepare(work) => {
+                prepare(&shared, work);
+                continue;
+            }
+        };
         if !job.is_live() {
             continue;
         }
@@ -110,8 +120,6 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
         );
         let t = Instant::now();
         let result = guarded("synthesis", || {
-            // Load the parameters first, so a missing file fails the job before the work.
-            job.srs(|| job.task.params(&shared.srs))?;
             if let Some(hook) = &shared.test_hooks.synthesis_panic {
                 hook(&job);
             }
@@ -145,16 +153,13 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
         if !job.is_live() {
             continue;
         }
-        let bytes = synth.size_bytes() as u64;
-        let Some(memory) = shared.memory.reserve(bytes, || !job.is_live()) else {
-            continue;
-        };
+        ticket.resize(synth.size_bytes() as u64);
         let work = SynthesizedWork {
             job: job.clone(),
             index,
             synth,
             in_flight,
-            _memory: memory,
+            ticket,
         };
         if on_cpu {
             // The retry of a failed device: proven here, so no GPU worker waits on the CPU.
@@ -165,13 +170,49 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize) {
             continue;
         }
         tl.emit("GPU_QUEUE", &job.id, &[("partition", &index)]);
-        // The prove queue is never closed (shutdown lets synthesized partitions be proven);
-        // an error would only drop the partition, and the job stays queued in the journal.
-        let _ = shared.prove_queue.push_wait(job.priority, job.seq, work);
+        // Unbounded and never closed: the room was reserved at the gate, and shutdown lets
+        // synthesized partitions be proven.
+        shared.prove_queue.push_all([(job.priority, job.seq, work)]);
         if !job.is_live() {
-            // Cancelled while we waited for room: its removal may have missed us.
+            // Cancelled just now: its removal may have missed us.
             shared.prove_queue.remove_where(|w| w.job.id == job.id);
         }
+    }
+}
+
+/// The bytes partition `work` will hold once synthesized, bounded from its parameters; None
+/// while they are not loaded (the gate then hands it out to be prepared).
+fn partition_bytes(work: &PartitionWork) -> Option<u64> {
+    work.job
+        .loaded_srs()
+        .map(|srs| synthesized_bytes_bound(&srs.params))
+}
+
+/// An upper bound of `Synthesized::size_bytes` for a circuit proven under `params`: a, b and c
+/// have at most one entry per point of the evaluation domain (h has one fewer), and the
+/// assignments one per input (the verifying key's ic) and aux variable (l).
+pub fn synthesized_bytes_bound(params: &bellperson::groth16::Parameters<blstrs::Bls12>) -> u64 {
+    let domain = params.h.len() + 1;
+    let variables = params.vk.ic.len() + params.l.len();
+    ((3 * domain + variables) * std::mem::size_of::<Scalar>()) as u64
+}
+
+/// Load a partition's parameters (so that its size is known), then return it to its place.
+/// A missing parameter file fails the job here, before any work. The load's time shows in
+/// the TIMELINE as queue wait (before SYNTH_START) and in the job's `srs_load_ms`.
+fn prepare(shared: &Shared, work: PartitionWork) {
+    let job = work.job.clone();
+    // Its work has begun (Running, its queue wait over), as when synthesis loaded them.
+    job.mark_started();
+    if let Err(e) = guarded("loading parameters", || {
+        job.srs(|| job.task.params(&shared.srs))
+    }) {
+        shared.fail(&job, e);
+        return;
+    }
+    if shared.gate.put_back(job.priority, job.seq, work).is_err() && !shared.has_journal() {
+        // Shutting down: without a journal the job cannot be resumed later.
+        shared.fail(&job, Error::ShuttingDown);
     }
 }
 
@@ -205,10 +246,7 @@ pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
                 };
                 // Refused only when shutting down: the journal then keeps the job for the
                 // next start; without one it is lost, and says so.
-                if !shared
-                    .synth_queue
-                    .push_all([(job.priority, job.seq, retry)])
-                    && !shared.has_journal()
+                if !shared.gate.push_all([(job.priority, job.seq, retry)]) && !shared.has_journal()
                 {
                     shared.fail(&job, Error::ShuttingDown);
                 }
@@ -240,8 +278,10 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
         index,
         synth,
         in_flight: _in_flight,
-        _memory,
+        mut ticket,
     } = work;
+    // Taken by a device: the next partition may be admitted to synthesis.
+    ticket.leave_slot();
     let tl = &shared.timeline;
     let dev = device.label.as_str();
     tl.emit(
@@ -330,7 +370,7 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
         r?
     };
     // The partition's memory is not needed for assembly: give it back before the CPU work.
-    drop(_memory);
+    drop(ticket);
     if !job.is_live() {
         // Cancelled while on the device: the step ran to its end; its result is dropped.
         return Ok(());

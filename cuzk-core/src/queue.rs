@@ -1,6 +1,7 @@
-//! A blocking priority queue: highest priority first, FIFO within a priority. Used twice in
-//! the pipeline: partitions waiting for synthesis, and synthesized partitions waiting for a
-//! device (there bounded, so that synthesis can never run ahead of memory).
+//! A blocking priority queue: highest priority first, FIFO within a priority. Used for
+//! synthesized partitions waiting for a device and proven ones waiting for finalize. Both are
+//! unbounded here: what enters the prove queue was given its room before synthesis (gate.rs),
+//! so no producer ever blocks holding a finished partition.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -9,11 +10,12 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::job::Priority;
 
-struct Entry<T> {
-    priority: Priority,
+/// One queued item; the heap's order is the service order (shared with gate.rs).
+pub(crate) struct Entry<T> {
+    pub priority: Priority,
     /// Arrival order: lower first within a priority.
-    seq: u64,
-    item: T,
+    pub seq: u64,
+    pub item: T,
 }
 
 impl<T> PartialEq for Entry<T> {

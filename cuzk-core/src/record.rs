@@ -22,6 +22,8 @@ pub struct Job {
     pub submitted: Instant,
     /// Wall-clock admission time, journaled (kept across restarts for a recovered job).
     pub submitted_unix_ms: u64,
+    /// What the request asked to prove (jobs.rs: a request id seen again is compared by it).
+    pub payload_digest: crate::jobs::Digest,
     state: watch::Sender<JobState>,
     progress: Mutex<Progress>,
 }
@@ -62,6 +64,7 @@ impl Job {
             task,
             submitted: Instant::now(),
             submitted_unix_ms: crate::journal::now_unix_ms(),
+            payload_digest: [0; 32],
             state: watch::Sender::new(JobState::Queued),
             progress: Mutex::new(Progress {
                 proofs: vec![None; n],
@@ -86,6 +89,11 @@ impl Job {
     /// A job read back from the journal keeps its original admission time.
     pub fn with_submitted_unix_ms(mut self, ms: u64) -> Self {
         self.submitted_unix_ms = ms;
+        self
+    }
+
+    pub fn with_payload_digest(mut self, digest: crate::jobs::Digest) -> Self {
+        self.payload_digest = digest;
         self
     }
 
@@ -135,6 +143,11 @@ impl Job {
             p.first_start = Some(Instant::now());
             p.timings.queue_wait = self.submitted.elapsed();
         }
+    }
+
+    /// The parameter set, if this job has loaded it already.
+    pub fn loaded_srs(&self) -> Option<Arc<SrsEntry>> {
+        self.progress.lock().srs.clone()
     }
 
     /// The parameter set for this job, loading it through `load` on first use.

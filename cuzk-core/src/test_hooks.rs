@@ -5,6 +5,8 @@
 //! `CUZK_TEST_HOOKS="synth-panic=req-7;synth-delay-ms=500;device-delay-ms=300"`:
 //! - `synth-panic=<request_id>`: synthesis of that job's partitions panics (the job fails,
 //!   nothing else does);
+//! - `synth-panic-once=<request_id>`: only the first synthesis under that request id panics
+//!   (a retry under the same id then succeeds);
 //! - `synth-delay-ms=<n>`: every partition's synthesis takes at least n ms longer;
 //! - `device-delay-ms=<n>`: every partition holds its device n ms longer (under its lock).
 //!
@@ -58,10 +60,19 @@ impl TestHooks {
                     .map_err(|e| format!("{ENV}: {key}: {e}"))
             };
             match key {
-                "synth-panic" => {
+                "synth-panic" | "synth-panic-once" => {
                     let request_id = value.to_string();
+                    let once = key == "synth-panic-once";
+                    let armed = std::sync::atomic::AtomicBool::new(true);
+                    // Several panic hooks add up: each checks its own request id.
+                    let earlier = hooks.synthesis_panic.take();
                     hooks.synthesis_panic = Some(Box::new(move |job: &Job| {
-                        if job.request_id == request_id {
+                        if let Some(earlier) = &earlier {
+                            earlier(job);
+                        }
+                        let fire = job.request_id == request_id
+                            && (!once || armed.swap(false, std::sync::atomic::Ordering::SeqCst));
+                        if fire {
                             panic!("injected synthesis panic (test hook) for {request_id}");
                         }
                     }));
@@ -96,5 +107,9 @@ mod tests {
         assert!(TestHooks::parse("bogus=1").is_err());
         assert!(TestHooks::parse("synth-delay-ms=x").is_err());
         assert!(TestHooks::parse("synth-panic").is_err());
+        assert!(TestHooks::parse("synth-panic-once=r2")
+            .unwrap()
+            .synthesis_panic
+            .is_some());
     }
 }

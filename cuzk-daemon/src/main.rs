@@ -53,6 +53,12 @@ struct Args {
     data_dir: Option<PathBuf>,
     #[arg(long)]
     synthesis_workers: Option<usize>,
+    /// Extra synthesis threads for HIGH and CRITICAL partitions only (default 1).
+    #[arg(long)]
+    urgent_synthesis_workers: Option<usize>,
+    /// Synthesized partitions that may wait for a device (default 2).
+    #[arg(long)]
+    max_synthesized_partitions: Option<usize>,
     #[arg(long)]
     max_queued_jobs: Option<usize>,
     /// Skip verifying proofs before returning them (not recommended).
@@ -84,6 +90,12 @@ impl Args {
         }
         if let Some(v) = self.synthesis_workers {
             c.engine.synthesis_workers = v;
+        }
+        if let Some(v) = self.urgent_synthesis_workers {
+            c.engine.urgent_synthesis_workers = v;
+        }
+        if let Some(v) = self.max_synthesized_partitions {
+            c.engine.max_synthesized_partitions = v;
         }
         if let Some(v) = self.max_queued_jobs {
             c.engine.max_queued_jobs = v;

@@ -140,6 +140,139 @@ async fn critical_job_submitted_behind_normal_ones_starts_first() {
     );
 }
 
+/// The first `name` event of `job` (and of `partition`, when given).
+fn at(events: &[Event], job: &str, name: &str, partition: Option<&str>) -> f64 {
+    events
+        .iter()
+        .find(|e| {
+            e.job == job
+                && e.name == name
+                && partition
+                    .is_none_or(|p| e.detail.get("partition").map(String::as_str) == Some(p))
+        })
+        .unwrap_or_else(|| panic!("{job}: no {name}"))
+        .ms
+}
+
+async fn timed_critical(d: &mut Daemon, seed: u64) -> (String, Duration) {
+    let t = std::time::Instant::now();
+    let id = submit(
+        &mut d.client,
+        synthetic(10, 1, seed, Some(Priority::Critical)),
+    )
+    .await;
+    let r = await_done(&mut d.client, &id).await;
+    assert_eq!(
+        r.status,
+        AwaitStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    verify_synthetic(&r.proof, 10, 1, seed);
+    (id, t.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn critical_job_overtakes_a_full_pipeline_at_every_stage() {
+    // Two general synthesis workers (plus the default urgent one), one synthesized partition
+    // may wait for the device; synthesis 300 ms, each device step 600 ms. Eight NORMAL
+    // partitions keep every general slot full and the device busy for ~5 s.
+    const DEVICE_MS: f64 = 600.0;
+    let mut d = Daemon::start_with(
+        &[
+            "--synthesis-workers",
+            "2",
+            "--max-synthesized-partitions",
+            "1",
+        ],
+        &[("CUZK_TEST_HOOKS", "synth-delay-ms=300;device-delay-ms=600")],
+    )
+    .await;
+    // Warm-up (parameters), then the CRITICAL job's idle latency on this daemon.
+    timed_critical(&mut d, 300).await;
+    let (_, idle) = timed_critical(&mut d, 301).await;
+
+    let mut normal = Vec::new();
+    for seed in 0..4 {
+        let req = synthetic(10, 2, 400 + 2 * seed, Some(Priority::Normal));
+        normal.push(submit(&mut d.client, req).await);
+    }
+    // Every general slot taken (two in synthesis or waiting, one on the device): the old
+    // design's parked workers would have been here.
+    d.wait_for(
+        "the device busy with NORMAL work",
+        Duration::from_secs(30),
+        |ev| {
+            ev.iter().filter(|e| e.name == "GPU_START").count() >= 2 + 2
+                && ev.iter().filter(|e| e.name == "SYNTH_END").count() >= 2 + 4
+        },
+    )
+    .await;
+    let (critical, loaded) = timed_critical(&mut d, 302).await;
+    for id in &normal {
+        let r = await_done(&mut d.client, id).await;
+        assert_eq!(
+            r.status,
+            AwaitStatus::Completed as i32,
+            "{}",
+            r.error_message
+        );
+    }
+    let events = d.stop().await;
+    let queued = at(&events, &critical, "JOB_QUEUED", None);
+    let synth = at(&events, &critical, "SYNTH_START", None);
+    let gpu_queue = at(&events, &critical, "GPU_QUEUE", None);
+    let gpu = at(&events, &critical, "GPU_START", None);
+    let normal_synth: Vec<f64> = events
+        .iter()
+        .filter(|e| normal.contains(&e.job) && e.name == "SYNTH_START")
+        .map(|e| e.ms)
+        .collect();
+    // There was NORMAL work still queued when it arrived, and the device was busy.
+    let still_queued: Vec<f64> = normal_synth
+        .iter()
+        .copied()
+        .filter(|&t| t > queued)
+        .collect();
+    assert!(
+        !still_queued.is_empty(),
+        "the load must outlast the CRITICAL job"
+    );
+    let busy = events.iter().any(|e| {
+        e.name == "GPU_START"
+            && normal.contains(&e.job)
+            && e.ms < queued
+            && events.iter().any(|f| {
+                f.name == "GPU_END"
+                    && f.job == e.job
+                    && f.detail.get("partition") == e.detail.get("partition")
+                    && f.ms > queued
+            })
+    });
+    assert!(busy, "the device must be mid-step when CRITICAL arrives");
+    // Synthesis: before every NORMAL partition still queued.
+    assert!(
+        still_queued.iter().all(|&t| t > synth),
+        "a queued NORMAL partition started synthesis before CRITICAL ({synth} ms): {still_queued:?}"
+    );
+    // Device: directly after the step in progress, no other step started in between.
+    let overtook: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.name == "GPU_START" && e.job != critical && e.ms > gpu_queue && e.ms < gpu)
+        .collect();
+    assert!(
+        overtook.is_empty(),
+        "device steps started ahead of CRITICAL: {overtook:?}"
+    );
+    // Latency: its idle latency plus at most one device step (the one in progress), with
+    // slack for a loaded 2-core CI machine.
+    let bound = idle + Duration::from_secs_f64(DEVICE_MS / 1e3) + Duration::from_millis(600);
+    assert!(
+        loaded <= bound,
+        "CRITICAL under load {loaded:?} vs idle {idle:?} (bound {bound:?})"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_a_queued_job_and_bad_input_gets_clear_errors() {
     let mut d = Daemon::start(&["--synthesis-workers", "1", "--max-queued-jobs", "2"]).await;

@@ -263,6 +263,106 @@ async fn request_ids_and_finished_results_survive_a_restart() {
     assert!(left.max_seq >= seq(&fresh), "the id high-water mark stays");
 }
 
+/// A synthetic 2^10 job of `seed` under `request_id`.
+fn keyed(request_id: &str, seed: u64) -> pb::SubmitProofRequest {
+    let mut req = synthetic(10, 1, seed, None);
+    req.request_id = request_id.into();
+    req
+}
+
+async fn status_of(c: &mut Client, id: &str) -> pb::AwaitProofResponse {
+    let r = await_done(c, id).await;
+    if r.status == AwaitStatus::Completed as i32 {
+        assert!(!r.proof.is_empty());
+    }
+    r
+}
+
+async fn completes(c: &mut Client, id: &str, seed: u64) {
+    let r = status_of(c, id).await;
+    assert_eq!(
+        r.status,
+        AwaitStatus::Completed as i32,
+        "{id}: {}",
+        r.error_message
+    );
+    verify_synthetic(&r.proof, 10, 1, seed);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn request_id_retries_run_again_and_new_payloads_start_new_jobs_across_a_restart() {
+    // Curio's ids are per sector: a retry after a failure, or with a redone commit phase 1,
+    // arrives under the first attempt's id (README, "The API").
+    let data = tempfile::tempdir().unwrap();
+    let hooks = "synth-panic-once=porep-1000-1;synth-panic=porep-1000-3;synth-delay-ms=300";
+    let mut d = daemon(data.path(), None, hooks).await;
+    let c = &mut d.client;
+    // Failed, then retried under the same id with the same payload: a new job that runs.
+    let a = submit(c, keyed("porep-1000-1", 31)).await;
+    assert_eq!(status_of(c, &a).await.status, AwaitStatus::Failed as i32);
+    let b = submit(c, keyed("porep-1000-1", 31)).await;
+    assert_ne!(a, b, "a failed job's id starts a new job");
+    completes(c, &b, 31).await;
+    assert_eq!(
+        submit(c, keyed("porep-1000-1", 31)).await,
+        b,
+        "completed: idempotent"
+    );
+    // A new payload under a completed job's id: a new job proving the new input; the old
+    // job still answers under its own id.
+    let b2 = submit(c, keyed("porep-1000-1", 32)).await;
+    assert_ne!(b2, b);
+    completes(c, &b2, 32).await;
+    completes(c, &b, 31).await;
+    // A new payload while the old job runs: the new job supersedes it, the old is cancelled.
+    let e = submit(c, keyed("porep-1000-2", 40)).await;
+    let f = submit(c, keyed("porep-1000-2", 41)).await;
+    assert_ne!(e, f);
+    assert_eq!(status_of(c, &e).await.status, AwaitStatus::Cancelled as i32);
+    completes(c, &f, 41).await;
+    assert_eq!(submit(c, keyed("porep-1000-2", 41)).await, f);
+    // Left failed, and left completed, for after the restart.
+    let failed = submit(c, keyed("porep-1000-3", 33)).await;
+    assert_eq!(
+        status_of(c, &failed).await.status,
+        AwaitStatus::Failed as i32
+    );
+    let done = submit(c, keyed("porep-1000-4", 34)).await;
+    completes(c, &done, 34).await;
+    let before = d.stop().await;
+    let superseded = before
+        .iter()
+        .find(|ev| ev.job == e && ev.name == "JOB_CANCELLED")
+        .expect("the superseded job is cancelled");
+    assert_eq!(superseded.detail.get("superseded_by"), Some(&f));
+
+    // Same journal, no hooks.
+    let mut d = daemon(data.path(), None, "").await;
+    let c = &mut d.client;
+    let retried = submit(c, keyed("porep-1000-3", 33)).await;
+    assert_ne!(retried, failed, "failed before the restart: runs again");
+    completes(c, &retried, 33).await;
+    assert_eq!(
+        submit(c, keyed("porep-1000-4", 34)).await,
+        done,
+        "same payload: same job"
+    );
+    completes(c, &done, 34).await;
+    let changed = submit(c, keyed("porep-1000-4", 35)).await;
+    assert_ne!(changed, done, "new payload: new job");
+    completes(c, &changed, 35).await;
+    // The newest job under an id keeps it across the restart (the journal lists by job id).
+    assert_eq!(submit(c, keyed("porep-1000-2", 41)).await, f);
+    assert_eq!(submit(c, keyed("porep-1000-1", 32)).await, b2);
+    assert_eq!(status_of(c, &e).await.status, AwaitStatus::Cancelled as i32);
+    let after = d.stop().await;
+    assert_eq!(
+        count(&after, "JOB_DONE"),
+        2,
+        "only the retried and the changed job ran"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_in_each_state_and_only_that_job() {
     let data = tempfile::tempdir().unwrap();
