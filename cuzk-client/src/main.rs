@@ -63,7 +63,8 @@ enum Cmd {
     Evict { circuit_id: String },
     /// Rebuild the waterfall chart and phase summary from a daemon log's TIMELINE lines.
     Waterfall(waterfall::WaterfallArgs),
-    /// Sweep proofs at several concurrency levels and report throughput and latency.
+    /// Sweep proofs at several concurrency levels and report throughput and latency; with
+    /// --load and --probe, time one kind of proof under a background load of another.
     Bench(bench::BenchArgs),
     /// Many small synthetic jobs from many concurrent connections; checks none is lost and
     /// every proof verifies.
@@ -200,6 +201,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Demo(a) => return demo::run(&a).await.map(|_| ExitCode::SUCCESS),
         Cmd::Bench(mut a) => {
             a.connect = connect;
+            if a.load.is_some() {
+                let report = bench::probe::run(&a, &cli.addr, json).await?;
+                return Ok(if report.failed() == 0 {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                });
+            }
             let rows = bench::run(&a, &cli.addr, json).await?;
             let failed: usize = rows.iter().map(|r| r.failed).sum();
             return Ok(if failed == 0 {

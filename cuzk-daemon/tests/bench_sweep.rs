@@ -314,3 +314,64 @@ async fn sweep_numbers_agree_with_the_timeline() {
         check_row(row, &jobs[start..start + COUNT], &model, &events);
     }
 }
+
+/// `bench --load --probe` against a daemon it spawns: synthetic NORMAL load, a CRITICAL
+/// synthetic probe. Real CPU proving (no test hooks: they would reach the other test's daemon
+/// through the environment), so only what must hold however slow the machine is asserted:
+/// every job done and verified, each phase's count, and the TIMELINE showing no load work
+/// started ahead of a queued probe job at either stage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_under_load_overtakes_and_reports_both_phases() {
+    std::env::set_var("CUZK_DAEMON", env!("CARGO_BIN_EXE_cuzk-daemon"));
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("daemon.log");
+    let params = param_dir().display().to_string();
+    let flags: Vec<String> = [
+        "--spawn",
+        "--load=synthetic:3",
+        "--log-size=12",
+        "--partitions=2",
+        "--probe=synthetic:3",
+        "--probe-log-size=10",
+        "--probe-priority=critical",
+        &format!("--log={}", log.display()),
+        &format!("--param-dir={params}"),
+        "--daemon-arg=--backend=cpu",
+        "--daemon-arg=--synthesis-workers=1",
+        &format!("--daemon-arg=--param-dir={params}"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let args = bench_args(&flags);
+    let report = bench::probe::run(&args, "unused with --spawn", true)
+        .await
+        .expect("the probe run succeeds and every proof verifies");
+    assert_eq!(report.failed(), 0);
+    assert_eq!((report.idle.jobs, report.under_load.jobs), (3, 3));
+    assert!(report.idle.p50_s.is_some() && report.under_load.max_s.is_some());
+    assert!(report.window_s > 0.0);
+    assert!(report.probe.contains("critical") && report.load.contains("normal"));
+    assert_eq!(report.synth_overtaken_by, [0, 0, 0], "{report:?}");
+    assert_eq!(report.device_overtaken_by, [0, 0, 0], "{report:?}");
+    let (from, to) = report.daemon_window_s.expect("a TIMELINE window");
+    assert!(from < to);
+    // Each probe job under load has its own request id and job: six probe jobs, two warm-ups.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let model = build_model(&parse_timeline(&text).events);
+    let critical = model
+        .jobs
+        .iter()
+        .filter(|j| j.priority.as_deref() == Some("critical"))
+        .count();
+    assert_eq!(
+        critical,
+        3 + 3 + 1,
+        "probe jobs (idle, under load, warm-up)"
+    );
+    let rendered = bench::probe::render(&report);
+    assert!(
+        rendered.contains("under load") && rendered.contains("proofs/h"),
+        "{rendered}"
+    );
+}

@@ -1,4 +1,5 @@
-//! `cuzk-client bench`: proof sweeps at several concurrency levels.
+//! `cuzk-client bench`: proof sweeps at several concurrency levels, or (`--load`, `--probe`,
+//! probe.rs) the latency of one kind of proof under a background load of another.
 //!
 //! For each level J the driver keeps J proofs in flight until `--count` have been submitted,
 //! timing each from submission to reply. After the sweep it reads the daemon's TIMELINE
@@ -6,6 +7,7 @@
 //! stage times and the prove stage's busy fraction, checks every returned proof, and hands
 //! everything to [`stats`] for the report.
 
+pub mod probe;
 pub mod stats;
 
 use std::path::PathBuf;
@@ -80,12 +82,36 @@ pub struct BenchArgs {
     /// Print CSV instead of the table.
     #[arg(long)]
     pub csv: bool,
+    /// Probe mode: background load of KIND:N (N jobs kept in flight), e.g. porep:16.
+    #[arg(long, value_name = "KIND:N", requires = "probe")]
+    pub load: Option<String>,
+    /// Probe mode: KIND:M, M jobs timed one after another, alone and then under the load.
+    #[arg(long, value_name = "KIND:M", requires = "load")]
+    pub probe: Option<String>,
+    /// The load's gen-vanilla manifest (else --manifest-dir, else --manifest).
+    #[arg(long, value_name = "JSON")]
+    pub load_manifest: Option<PathBuf>,
+    /// The probe's gen-vanilla manifest (else --manifest-dir, else --manifest).
+    #[arg(long, value_name = "JSON")]
+    pub probe_manifest: Option<PathBuf>,
+    /// A gen-vanilla output directory: each role's manifest is DIR/<kind>.json.
+    #[arg(long, value_name = "DIR")]
+    pub manifest_dir: Option<PathBuf>,
+    /// low | normal | high | critical (default: by kind).
+    #[arg(long)]
+    pub load_priority: Option<String>,
+    /// low | normal | high | critical (default: by kind; WinningPoSt is critical).
+    #[arg(long)]
+    pub probe_priority: Option<String>,
+    /// Synthetic probe: 2^k constraints, one partition [default: --log-size].
+    #[arg(long)]
+    pub probe_log_size: Option<u32>,
     #[command(flatten)]
     pub filecoin: ProveInputArgs,
 }
 
 /// What one proof came back with, beside its record.
-struct Outcome {
+pub(crate) struct Outcome {
     record: ProofRecord,
     proof: Vec<u8>,
     /// The synthetic seed it was submitted with, for recomputing its public inputs.
@@ -280,7 +306,10 @@ async fn run_level(
             *seed += 1;
             let client = client.clone();
             let index = next;
-            in_flight.spawn(async move { (index, prove_one(client, req, start).await) });
+            in_flight.spawn(async move {
+                let outcome = prove_one(client, req, None, String::new(), start).await;
+                (index, outcome)
+            });
             next += 1;
         }
         let Some(joined) = in_flight.join_next().await else {
@@ -295,15 +324,18 @@ async fn run_level(
     Ok(outcomes.into_iter().flatten().collect())
 }
 
-async fn prove_one(
+/// Submits one proof and awaits it, timed on `start`'s clock.
+pub(crate) async fn prove_one(
     mut client: Client,
     req: KindRequest,
+    priority: Option<cuzk_core::Priority>,
+    request_id: String,
     start: Instant,
 ) -> anyhow::Result<Outcome> {
     let req_seed = req.synthetic_seed;
     let submitted_s = start.elapsed().as_secs_f64();
     let submit = client
-        .submit_proof(rpc::submit_request(req, None, String::new()))
+        .submit_proof(rpc::submit_request(req, priority, request_id))
         .await
         .context("submitting a proof")?
         .into_inner();
