@@ -62,22 +62,45 @@ fn srs() -> &'static SrsCache {
     })
 }
 
+type Vectors = [OnceLock<Manifest>; 4];
+
 /// One task of each kind, its vector sealed once per process.
 fn task(kind: ProofKind) -> std::sync::Arc<dyn ProofTask> {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    static M: [OnceLock<Manifest>; 4] = [
+    static M: Vectors = [
         OnceLock::new(),
         OnceLock::new(),
         OnceLock::new(),
         OnceLock::new(),
     ];
+    task_from(kind, &DIR, &M)
+}
+
+/// A task of the same kind over other sectors (fresh data, ticket, seed, randomness).
+fn other_task(kind: ProofKind) -> std::sync::Arc<dyn ProofTask> {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static M: Vectors = [
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+    ];
+    task_from(kind, &DIR, &M)
+}
+
+fn task_from(
+    kind: ProofKind,
+    dir: &'static OnceLock<tempfile::TempDir>,
+    vectors: &'static Vectors,
+) -> std::sync::Arc<dyn ProofTask> {
     // The proof crates read their parameter directory once: set it before sealing. Sealing
     // and synthesis need no Groth16 parameters; only the proof test generates them.
     static PARAM_DIR: OnceLock<()> = OnceLock::new();
     PARAM_DIR.get_or_init(|| params::use_parameter_dir(&param_dir()).unwrap());
-    let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap()).path();
+    let dir = dir.get_or_init(|| tempfile::tempdir().unwrap()).path();
     let i = KINDS.iter().position(|k| *k == kind).unwrap();
-    let m = M[i].get_or_init(|| vectors::generate(kind, SIZE, dir).expect("sealing a vector"));
+    let m =
+        vectors[i].get_or_init(|| vectors::generate(kind, SIZE, dir).expect("sealing a vector"));
     build_task(&m.request(dir).unwrap()).unwrap()
 }
 
@@ -119,6 +142,28 @@ fn every_kind_matches_full_synthesis() {
             fallbacks,
             "{kind}: the matrices path fell back to full synthesis"
         );
+    }
+}
+
+/// The matrices do not depend on the witness: recorded on one sector's partition, they give
+/// another sector's a, b, c exactly as full synthesis does.
+#[test]
+fn matrices_recorded_on_one_sector_fit_another() {
+    let _guard = path_lock();
+    for kind in [
+        ProofKind::PorepSealCommit,
+        ProofKind::WindowPostPartition,
+        ProofKind::SnapDealsUpdate,
+    ] {
+        let _ = synthesize(task(kind).as_ref(), 0, SynthesisPath::Matrices);
+        let other = other_task(kind);
+        let fallbacks = matrices_fallbacks();
+        let fast = synthesize(other.as_ref(), 0, SynthesisPath::Matrices);
+        assert_eq!(matrices_fallbacks(), fallbacks, "{kind}: fell back");
+        let full = synthesize(other.as_ref(), 0, SynthesisPath::Full);
+        assert_same(kind, "another sector", &full, &fast);
+        let first = synthesize(task(kind).as_ref(), 0, SynthesisPath::Full);
+        assert_ne!(first.aux, full.aux, "{kind}: the two sectors differ");
     }
 }
 
