@@ -65,7 +65,8 @@ enum Cmd {
     Waterfall(waterfall::WaterfallArgs),
     /// Sweep proofs at several concurrency levels and report throughput and latency; with
     /// --load and --probe, time one kind of proof under a background load of another.
-    Bench(bench::BenchArgs),
+    // Boxed: its many flags would make every command as large as it.
+    Bench(Box<bench::BenchArgs>),
     /// Many small synthetic jobs from many concurrent connections; checks none is lost and
     /// every proof verifies.
     Load(load::LoadArgs),
