@@ -40,13 +40,13 @@ pub fn matrices_fallbacks() -> usize {
 }
 
 /// The path in use: `set_synthesis_path`'s, else `CUZK_SYNTHESIS` (`full` or `matrices`),
-/// else full.
+/// else matrices (identical results, tested for every kind; `full` is the way back).
 pub fn synthesis_path() -> SynthesisPath {
     let mut p = PATH.load(Ordering::Relaxed);
     if p == PATH_UNSET {
         p = match std::env::var("CUZK_SYNTHESIS").as_deref() {
-            Ok("matrices") => PATH_MATRICES,
-            _ => PATH_FULL,
+            Ok("full") => PATH_FULL,
+            _ => PATH_MATRICES,
         };
         PATH.store(p, Ordering::Relaxed);
     }
