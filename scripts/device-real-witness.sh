@@ -8,7 +8,7 @@
 #   scripts/device-real-witness.sh check    # real partitions CPU vs CUDA, Filecoin bytes, MSM tests
 #   scripts/device-real-witness.sh bench    # gpu_msm distributions, daemon sweeps (porep, synthetic)
 set -uo pipefail
-phase=${1:?phase: params | check | bench | all}
+phase=${1:?phase: params | check | bench | all | final}
 if [[ $phase == all ]]; then
     bash "$0" check
     CUZK_MSM_PROFILE=1 timeout 120 "/root/cuzk-work/bin/real_partitions" --kinds porep --runs 1 \
@@ -59,12 +59,29 @@ bench)
     step gpu_msm 300 "$B/gpu_msm" --g1 20,22,24 --g2 20,22 --reps 5 --cpu-max-log 20 \
         --dist uniform,bits:0.5,bits:0.99,porep,one,equal,sparse:0.01,few:16 \
         --porep-witness "$W/porep-aux.bin"
-    manifest=$(ls "$W"/vec/porep*.json | head -1)
+    manifest="$W/vec/porep.json"
     step bench_porep 300 "$B/cuzk-client" bench --spawn -c 72 -j 24 --warmup 2 --kind porep \
         --manifest "$manifest" --log "$OUT/bench-porep.log" \
         --daemon-arg=--backend=cuda --daemon-arg=--param-dir="$W/params"
     sed -n '/^| MSM/,$p' "$OUT/gpu_msm.log"
     grep -A4 "^J " "$OUT/bench_porep.log"
+    ;;
+final)
+    step real_partitions 120 "$B/real_partitions" --kinds porep,winning --runs 3 --params "$W/params"
+    step cuda_msm 100 env CUZK_MSM_TEST_MAX_LOG=20 CUZK_MSM_TEST_CPU_MAX_LOG=20 \
+        "$B/cuda_msm" --test-threads=1
+    common=(--daemon-arg=--backend=cuda --daemon-arg=--param-dir="$W/params")
+    for path in full matrices; do
+        step "bench_$path" 120 env CUZK_SYNTHESIS=$path "$B/cuzk-client" bench --spawn -c 72 \
+            -j 24 --warmup 2 --kind porep --manifest "$W/vec/porep.json" \
+            --log "$OUT/bench-$path.log" "${common[@]}"
+    done
+    step probe 200 "$B/cuzk-client" bench --spawn --load porep:16 --probe winning:60 \
+        --manifest-dir "$W/vec" --log "$OUT/probe-daemon.log" "${common[@]}" \
+        --daemon-arg=--synthesis-workers=8
+    sed -n '/^| kind/,$p' "$OUT/real_partitions.log"
+    grep -h -A2 "^J " "$OUT/bench_full.log" "$OUT/bench_matrices.log"
+    tail -12 "$OUT/probe.log"
     ;;
 esac
 grep -h -E "SKIP|panicked|FAILED" "$OUT"/*.log | head -10

@@ -35,15 +35,6 @@ struct Args {
     params: Option<PathBuf>,
 }
 
-fn default_params() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CUZK_PARAM_CACHE") {
-        return PathBuf::from(dir);
-    }
-    std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".cache/cuzk/params"))
-        .unwrap_or_else(|| PathBuf::from("target/cuzk-test-params"))
-}
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -56,7 +47,7 @@ fn ms(d: Duration) -> f64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let runs = args.runs.max(1);
-    let dir = args.params.unwrap_or_else(default_params);
+    let dir = args.params.unwrap_or_else(cuzk_benches::default_param_dir);
     params::generate(2048, &[ProofKind::PorepSealCommit], &dir, &mut |p| {
         eprintln!("params: {} {:?}", p.srs_id, p.state)
     })?;

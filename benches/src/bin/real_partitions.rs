@@ -51,15 +51,6 @@ struct Args {
     dump_witness: Option<PathBuf>,
 }
 
-fn default_params() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CUZK_PARAM_CACHE") {
-        return PathBuf::from(dir);
-    }
-    std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".cache/cuzk/params"))
-        .unwrap_or_else(|| PathBuf::from("target/cuzk-test-params"))
-}
-
 fn kind(name: &str) -> ProofKind {
     match name {
         "porep" => ProofKind::PorepSealCommit,
@@ -178,7 +169,7 @@ fn row(kind: &str, backend: &str, f: &Figures) -> String {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let runs = args.runs.max(1);
-    let dir = args.params.unwrap_or_else(default_params);
+    let dir = args.params.unwrap_or_else(cuzk_benches::default_param_dir);
     let gpu = CudaBackend::new_or_skip(0);
     let mut table = Vec::new();
     for name in &args.kinds {

@@ -1,0 +1,14 @@
+//! What the benchmark binaries share.
+
+use std::path::PathBuf;
+
+/// The parameter cache the tests fill: $CUZK_PARAM_CACHE, else ~/.cache/cuzk/params (2 KiB
+/// test parameters are generated there when missing, so a benchmark reuses the tests').
+pub fn default_param_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CUZK_PARAM_CACHE") {
+        return PathBuf::from(dir);
+    }
+    std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cache/cuzk/params"))
+        .unwrap_or_else(|| PathBuf::from("target/cuzk-test-params"))
+}
