@@ -8,8 +8,6 @@
 //! Without a GPU, driver or kernels: prints "SKIP: ..." and passes (fails where
 //! CUZK_REQUIRE_GPU=1, as on the GPU machine).
 
-use std::path::{Path, PathBuf};
-
 use blstrs::Scalar;
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::backend::cuda::CudaBackend;
@@ -23,16 +21,8 @@ use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
-const SIZE: u64 = 2048;
-
-fn param_dir() -> PathBuf {
-    std::env::var_os("CUZK_TEST_PARAMS")
-        .or_else(|| std::env::var_os("CUZK_PARAM_CACHE"))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(&std::env::var_os("HOME").unwrap_or_default()).join(".cache/cuzk/params")
-        })
-}
+mod common;
+use common::{param_dir, SIZE};
 
 fn kinds() -> Vec<ProofKind> {
     let list = std::env::var("CUZK_CUDA_FIL_KINDS").unwrap_or_else(|_| "window".into());

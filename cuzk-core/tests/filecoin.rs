@@ -7,7 +7,7 @@
 //! (`$CUZK_TEST_PARAMS`, else `$CUZK_PARAM_CACHE`, else `~/.cache/cuzk/params`) so a second
 //! run skips generation.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use base64::Engine;
@@ -15,44 +15,14 @@ use bellperson::groth16;
 use blstrs::Scalar;
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::kinds::vectors::{self, Manifest};
-use cuzk_core::kinds::{build_task, params, KindRequest, ProofTask};
+use cuzk_core::kinds::{build_task, KindRequest, ProofTask};
 use cuzk_core::prove::{assemble, proof_bytes, prove_on_device};
 use cuzk_core::srs::SrsCache;
 use cuzk_core::{Error, ProofKind};
 use ff::Field;
 
-const SIZE: u64 = 2048;
-const KINDS: [ProofKind; 4] = [
-    ProofKind::PorepSealCommit,
-    ProofKind::WinningPost,
-    ProofKind::WindowPostPartition,
-    ProofKind::SnapDealsUpdate,
-];
-
-fn param_dir() -> PathBuf {
-    if let Some(d) =
-        std::env::var_os("CUZK_TEST_PARAMS").or_else(|| std::env::var_os("CUZK_PARAM_CACHE"))
-    {
-        return PathBuf::from(d);
-    }
-    match std::env::var_os("HOME") {
-        Some(home) => Path::new(&home).join(".cache/cuzk/params"),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/cuzk-test-params"),
-    }
-}
-
-/// Parameters generated (or found) once per process, and the cache that loads them.
-fn srs() -> &'static SrsCache {
-    static SRS: OnceLock<SrsCache> = OnceLock::new();
-    SRS.get_or_init(|| {
-        let dir = param_dir();
-        params::generate(SIZE, &KINDS, &dir, &mut |p| {
-            eprintln!("params: {} {:?} {}", p.srs_id, p.state, p.path.display())
-        })
-        .expect("generating 2 KiB parameters");
-        SrsCache::new(dir)
-    })
-}
+mod common;
+use common::{srs, KINDS, SIZE};
 
 /// One vector of each kind, sealed once per process.
 fn vector(kind: ProofKind) -> &'static (PathBuf, Manifest) {

@@ -8,7 +8,6 @@
 //! the proof test needs Groth16 parameters (the cache filecoin.rs fills; generated when
 //! missing).
 
-use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use blstrs::Scalar;
@@ -17,49 +16,18 @@ use cuzk_core::kinds::vectors::{self, Manifest};
 use cuzk_core::kinds::{build_task, params, ProofTask};
 use cuzk_core::matrices::{read_matrices, write_matrices, MatrixCache, Recorded};
 use cuzk_core::prove::{assemble, proof_bytes, prove_on_device};
-use cuzk_core::srs::SrsCache;
 use cuzk_core::synth::{
     matrices_fallbacks, matrix_cache, set_synthesis_path, SynthesisPath, Synthesized,
 };
 use cuzk_core::ProofKind;
 
-const SIZE: u64 = 2048;
-const KINDS: [ProofKind; 4] = [
-    ProofKind::PorepSealCommit,
-    ProofKind::WinningPost,
-    ProofKind::WindowPostPartition,
-    ProofKind::SnapDealsUpdate,
-];
+mod common;
+use common::{param_dir, srs, KINDS, SIZE};
 
 static PATH_LOCK: Mutex<()> = Mutex::new(());
 
 fn path_lock() -> MutexGuard<'static, ()> {
     PATH_LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn param_dir() -> PathBuf {
-    if let Some(d) =
-        std::env::var_os("CUZK_TEST_PARAMS").or_else(|| std::env::var_os("CUZK_PARAM_CACHE"))
-    {
-        return PathBuf::from(d);
-    }
-    match std::env::var_os("HOME") {
-        Some(home) => Path::new(&home).join(".cache/cuzk/params"),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/cuzk-test-params"),
-    }
-}
-
-/// The 2 KiB parameters (the same cache filecoin.rs fills), generated when missing.
-fn srs() -> &'static SrsCache {
-    static SRS: OnceLock<SrsCache> = OnceLock::new();
-    SRS.get_or_init(|| {
-        let dir = param_dir();
-        params::generate(SIZE, &KINDS, &dir, &mut |p| {
-            eprintln!("params: {} {:?}", p.srs_id, p.state)
-        })
-        .expect("generating 2 KiB parameters");
-        SrsCache::new(dir)
-    })
 }
 
 type Vectors = [OnceLock<Manifest>; 4];
