@@ -133,29 +133,12 @@ pub async fn run(args: &BenchArgs, addr: &str, json: bool) -> anyhow::Result<Vec
     );
     let request = kind_request(args)?;
 
-    let log = match (&args.log, args.spawn) {
-        (Some(log), _) => Some(log.clone()),
-        (None, true) => Some(PathBuf::from("cuzk-bench.log")),
-        (None, false) => None,
-    };
-    let daemon = if args.spawn {
-        let log = log.as_ref().expect("set above for --spawn");
-        let d = SpawnedDaemon::start(&args.daemon_args, log).await?;
-        eprintln!("daemon on {} (log: {})", d.addr, log.display());
-        Some(d)
-    } else {
-        None
-    };
-    let addr = daemon
-        .as_ref()
-        .map_or(addr, |d| d.addr.as_str())
-        .to_string();
-    // A spawned daemon is ours, plaintext on loopback, without a token.
-    let connect = if daemon.is_some() {
-        rpc::ConnectOptions::default()
-    } else {
-        args.connect.clone()
-    };
+    let Target {
+        log,
+        daemon,
+        addr,
+        connect,
+    } = target(args, addr).await?;
     let sweep = sweep(args, &request, &addr, &connect).await;
     if let Some(d) = daemon {
         // Stopped before reading the log, so that every TIMELINE line has been written.
@@ -283,6 +266,47 @@ async fn sweep(
         levels.push((j, outcomes));
     }
     Ok(levels)
+}
+
+/// Where a bench run goes: a daemon of its own (`--spawn`, its stderr in the log) or `addr`,
+/// and the log to read the TIMELINE from afterwards.
+pub(super) struct Target {
+    pub log: Option<PathBuf>,
+    pub daemon: Option<SpawnedDaemon>,
+    pub addr: String,
+    pub connect: rpc::ConnectOptions,
+}
+
+pub(super) async fn target(args: &BenchArgs, addr: &str) -> anyhow::Result<Target> {
+    let log = match (&args.log, args.spawn) {
+        (Some(log), _) => Some(log.clone()),
+        (None, true) => Some(PathBuf::from("cuzk-bench.log")),
+        (None, false) => None,
+    };
+    let daemon = if args.spawn {
+        let log = log.as_ref().expect("set above for --spawn");
+        let d = SpawnedDaemon::start(&args.daemon_args, log).await?;
+        eprintln!("daemon on {} (log: {})", d.addr, log.display());
+        Some(d)
+    } else {
+        None
+    };
+    let addr = daemon
+        .as_ref()
+        .map_or(addr, |d| d.addr.as_str())
+        .to_string();
+    // A spawned daemon is ours, plaintext on loopback, without a token.
+    let connect = if daemon.is_some() {
+        rpc::ConnectOptions::default()
+    } else {
+        args.connect.clone()
+    };
+    Ok(Target {
+        log,
+        daemon,
+        addr,
+        connect,
+    })
 }
 
 /// Keeps `concurrency` proofs in flight until `count` are done. Each proof gets its own

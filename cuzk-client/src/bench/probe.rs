@@ -26,10 +26,9 @@ use cuzk_core::{Priority, ProofKind};
 use serde::Serialize;
 use tokio::task::JoinSet;
 
-use super::{prove_one, BenchArgs, Outcome};
+use super::{prove_one, target, BenchArgs, Outcome, Target};
 use crate::filecoin_cmds::ProveInputArgs;
 use crate::rpc::{self, Client};
-use crate::spawn::SpawnedDaemon;
 use crate::waterfall::model::{Phase, RunModel};
 use crate::waterfall::summary::Distribution;
 use crate::waterfall::{build_model, parse_timeline};
@@ -267,28 +266,12 @@ fn latency(outcomes: &[Outcome]) -> Latency {
 /// Runs the probe against `addr` (or a spawned daemon) and prints the report.
 pub async fn run(args: &BenchArgs, addr: &str, json: bool) -> anyhow::Result<ProbeReport> {
     let (load, probe) = roles(args)?;
-    let log = match (&args.log, args.spawn) {
-        (Some(log), _) => Some(log.clone()),
-        (None, true) => Some(PathBuf::from("cuzk-bench.log")),
-        (None, false) => None,
-    };
-    let daemon = if args.spawn {
-        let log = log.as_ref().expect("set above for --spawn");
-        let d = SpawnedDaemon::start(&args.daemon_args, log).await?;
-        eprintln!("daemon on {} (log: {})", d.addr, log.display());
-        Some(d)
-    } else {
-        None
-    };
-    let addr = daemon
-        .as_ref()
-        .map_or(addr, |d| d.addr.as_str())
-        .to_string();
-    let connect = if daemon.is_some() {
-        rpc::ConnectOptions::default()
-    } else {
-        args.connect.clone()
-    };
+    let Target {
+        log,
+        daemon,
+        addr,
+        connect,
+    } = target(args, addr).await?;
     let measured = measure(args, &load, &probe, &addr, &connect).await;
     if let Some(d) = daemon {
         d.stop().await?;
