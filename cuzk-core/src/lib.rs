@@ -19,6 +19,7 @@ pub mod kinds;
 pub mod matrices;
 pub mod matrix_synth;
 pub mod metrics;
+pub mod paramgen;
 pub mod pipeline;
 pub mod prove;
 pub mod queue;
