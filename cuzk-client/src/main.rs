@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use cuzk_client::filecoin_cmds::{self, GenVanillaArgs, ParamsCmd, ProveInputArgs};
 use cuzk_client::rpc::{self, Client};
 use cuzk_client::{bench, demo, load, waterfall};
+use cuzk_core::kinds::SyntheticShape;
 use cuzk_core::{Priority, ProofKind};
 use cuzk_proto::v1 as pb;
 
@@ -99,6 +100,9 @@ struct JobArgs {
     /// Synthetic: witness seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Synthetic: uniform | porep (bit-heavy witness, B a quarter dense; up to 2^27).
+    #[arg(long, default_value = "uniform")]
+    shape: String,
     #[command(flatten)]
     filecoin: ProveInputArgs,
 }
@@ -147,7 +151,9 @@ impl JobArgs {
     fn request(&self) -> anyhow::Result<pb::SubmitProofRequest> {
         let kind = parse_kind(&self.kind)?;
         let req = if kind == ProofKind::Synthetic {
-            rpc::synthetic_request(self.log_size, self.partitions, self.seed)
+            let mut r = rpc::synthetic_request(self.log_size, self.partitions, self.seed);
+            r.synthetic_shape = SyntheticShape::parse(&self.shape)?;
+            r
         } else {
             self.filecoin.to_request(kind)?
         };

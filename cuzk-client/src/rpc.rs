@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cuzk_core::kinds::KindRequest;
+use cuzk_core::kinds::{KindRequest, SyntheticShape};
 use cuzk_core::{Priority, ProofKind};
 use cuzk_proto::v1 as pb;
 use cuzk_proto::v1::proving_engine_client::ProvingEngineClient;
@@ -199,6 +199,11 @@ pub fn submit_request(
         synthetic_log_size: req.synthetic_log_size,
         synthetic_partitions: req.synthetic_partitions,
         synthetic_seed: req.synthetic_seed,
+        synthetic_shape: match req.synthetic_shape {
+            // Unset on the wire: daemons from before shapes read it as theirs.
+            SyntheticShape::Uniform => String::new(),
+            s => s.as_str().to_string(),
+        },
     }
 }
 

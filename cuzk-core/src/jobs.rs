@@ -24,7 +24,7 @@ use std::time::Duration;
 use sha2::{Digest as _, Sha256};
 
 use crate::job::{Error, JobId, JobState, ProofKind, Result};
-use crate::kinds::KindRequest;
+use crate::kinds::{KindRequest, SyntheticShape};
 use crate::record::{Job, JobOutcome};
 
 /// SHA-256 of a request's proof fields.
@@ -49,6 +49,7 @@ pub fn payload_digest(req: &KindRequest) -> Digest {
         synthetic_log_size,
         synthetic_partitions,
         synthetic_seed,
+        synthetic_shape,
     } = req;
     let mut h = Sha256::new();
     let mut bytes = |b: &[u8]| {
@@ -72,6 +73,10 @@ pub fn payload_digest(req: &KindRequest) -> Digest {
         bytes(&n.to_le_bytes());
     }
     bytes(&synthetic_seed.to_le_bytes());
+    // Only when set, so that digests journaled before shapes existed still match.
+    if *synthetic_shape != SyntheticShape::Uniform {
+        bytes(synthetic_shape.as_str().as_bytes());
+    }
     h.finalize().into()
 }
 

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::job::{Error, JobState, JobTimings, Priority, ProofKind, Result, SubmitRequest};
 use crate::jobs::Digest;
-use crate::kinds::KindRequest;
+use crate::kinds::{KindRequest, SyntheticShape};
 
 const JOBS: TableDefinition<&str, &[u8]> = TableDefinition::new("jobs");
 const REQUESTS: TableDefinition<&str, &[u8]> = TableDefinition::new("requests");
@@ -237,7 +237,7 @@ impl Journal {
         digest: &Digest,
     ) -> Result<()> {
         let entry_bytes = encode(entry)?;
-        let req_bytes = encode(&StoredRequest::from(req))?;
+        let req_bytes = encode_request(&StoredRequest::from(req))?;
         self.write(|txn| {
             let mut jobs = txn.open_table(JOBS)?;
             if jobs.get(id)?.is_some() {
@@ -297,7 +297,7 @@ impl Journal {
                 }
                 let request = match requests.get(id.as_str())? {
                     None => Err("its request is missing".to_string()),
-                    Some(v) => decode::<StoredRequest>(v.value())
+                    Some(v) => decode_request(v.value())
                         .map_err(|e| e.to_string())
                         .and_then(SubmitRequest::try_from)
                         .map(Box::new),
@@ -399,6 +399,30 @@ fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> std::result::Result<T, 
     }
 }
 
+/// Requests are stored in format 2: format 1's fields and `synthetic_shape` after them.
+const REQUEST_FORMAT: u8 = 2;
+
+fn encode_request(r: &StoredRequest) -> Result<Vec<u8>> {
+    let mut out = encode(r)?;
+    out[0] = REQUEST_FORMAT;
+    Ok(out)
+}
+
+/// Reads format 2 and format 1. bincode lays out a struct as its fields in order, so a
+/// format-1 request is a format-2 one without its last byte: shape code 0 (uniform), the
+/// only shape there was.
+fn decode_request(bytes: &[u8]) -> std::result::Result<StoredRequest, String> {
+    match bytes.split_first() {
+        Some((&REQUEST_FORMAT, rest)) => bincode::deserialize(rest).map_err(|e| e.to_string()),
+        Some((&FORMAT, rest)) => {
+            let mut v = rest.to_vec();
+            v.push(0);
+            bincode::deserialize(&v).map_err(|e| e.to_string())
+        }
+        _ => decode(bytes),
+    }
+}
+
 /// The stored form of a SubmitRequest. A mirror, not serde on `KindRequest` itself, so that
 /// the engine's types stay free to change while old journals still decode; a field added to
 /// `KindRequest` fails to compile here until it is stored too.
@@ -422,6 +446,8 @@ struct StoredRequest {
     synthetic_log_size: u32,
     synthetic_partitions: u32,
     synthetic_seed: u64,
+    /// Appended in request format 2 (see `decode_request`): 0 uniform, 1 porep.
+    synthetic_shape: u8,
 }
 
 impl From<&SubmitRequest> for StoredRequest {
@@ -442,6 +468,7 @@ impl From<&SubmitRequest> for StoredRequest {
             synthetic_log_size,
             synthetic_partitions,
             synthetic_seed,
+            synthetic_shape,
         } = r.proof.clone();
         StoredRequest {
             request_id: r.request_id.clone(),
@@ -461,6 +488,7 @@ impl From<&SubmitRequest> for StoredRequest {
             synthetic_log_size,
             synthetic_partitions,
             synthetic_seed,
+            synthetic_shape: synthetic_shape.code(),
         }
     }
 }
@@ -492,6 +520,8 @@ impl TryFrom<StoredRequest> for SubmitRequest {
                 synthetic_log_size: s.synthetic_log_size,
                 synthetic_partitions: s.synthetic_partitions,
                 synthetic_seed: s.synthetic_seed,
+                synthetic_shape: SyntheticShape::from_code(s.synthetic_shape)
+                    .ok_or_else(|| format!("unknown synthetic shape code {}", s.synthetic_shape))?,
             },
         })
     }

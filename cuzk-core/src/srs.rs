@@ -19,7 +19,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 use crate::job::{Error, Result};
+use crate::kinds::porep_shaped::{self, PorepShape};
 use crate::kinds::synthetic::{SyntheticCircuit, MAX_LOG, MIN_LOG};
+use crate::kinds::SyntheticShape;
 
 /// One loaded parameter set.
 pub struct SrsEntry {
@@ -114,6 +116,14 @@ impl SrsCache {
     /// Resolve a circuit id to its parameter set.
     pub fn by_id(&self, id: &str) -> Result<(Arc<SrsEntry>, bool)> {
         if let Some(log) = id
+            .strip_prefix("synthetic-porep-2^")
+            .and_then(|n| n.parse::<u32>().ok())
+        {
+            if (porep_shaped::MIN_LOG..=porep_shaped::MAX_LOG).contains(&log) {
+                return self.synthetic_porep_entry(log);
+            }
+        }
+        if let Some(log) = id
             .strip_prefix("synthetic-2^")
             .and_then(|n| n.parse::<u32>().ok())
         {
@@ -162,6 +172,43 @@ impl SrsCache {
     /// The synthetic circuit's parameters for 2^log constraints, generated on first use.
     pub fn synthetic(&self, log_size: u32) -> Result<Arc<SrsEntry>> {
         Ok(self.synthetic_entry(log_size)?.0)
+    }
+
+    /// The prepared verifying key of a synthetic set, read from the head of its file
+    /// (generated, and loaded, first if there is none): a client checking proofs of a 47 GB
+    /// set needs a kilobyte of it.
+    pub fn synthetic_verifying_key(
+        &self,
+        shape: SyntheticShape,
+        log_size: u32,
+    ) -> Result<PreparedVerifyingKey<Bls12>> {
+        let id = shape.srs_id(log_size);
+        let path = self.dir.join(format!("cuzk-{id}-v1.params"));
+        if !path.exists() {
+            self.by_id(&id)?;
+        }
+        let file = File::open(&path)
+            .map_err(|e| Error::Params(format!("opening {}: {e}", path.display())))?;
+        let vk = groth16::VerifyingKey::<Bls12>::read(BufReader::new(file))
+            .map_err(|e| Error::Params(format!("verifying key of {}: {e}", path.display())))?;
+        Ok(groth16::prepare_verifying_key(&vk))
+    }
+
+    /// The PoRep-shaped synthetic circuit's parameters for 2^log constraints, generated on
+    /// first use.
+    pub fn synthetic_porep(&self, log_size: u32) -> Result<Arc<SrsEntry>> {
+        Ok(self.synthetic_porep_entry(log_size)?.0)
+    }
+
+    fn synthetic_porep_entry(&self, log_size: u32) -> Result<(Arc<SrsEntry>, bool)> {
+        let id = PorepShape::srs_id(log_size);
+        let path = self.dir.join(format!("cuzk-{id}-v1.params"));
+        self.get_or_load(&id, || {
+            if !path.exists() {
+                crate::paramgen::generate_porep_shaped(log_size, &path)?;
+            }
+            read_params(&path)
+        })
     }
 
     fn synthetic_entry(&self, log_size: u32) -> Result<(Arc<SrsEntry>, bool)> {

@@ -48,6 +48,13 @@ impl Density {
         }
     }
 
+    /// A set from its bitmap (bit i % 64 of word i / 64 is variable i).
+    pub(crate) fn from_words(words: Vec<u64>, len: usize) -> Self {
+        debug_assert_eq!(words.len(), len.div_ceil(64));
+        let total = words.iter().map(|w| w.count_ones() as usize).sum();
+        Density { words, len, total }
+    }
+
     fn push(&mut self) {
         if self.len.is_multiple_of(64) {
             self.words.push(0);

@@ -3,7 +3,7 @@
 //! the fuzz targets and tests run exactly what the service runs.
 
 use cuzk_core::engine::priority_from_wire;
-use cuzk_core::kinds::KindRequest;
+use cuzk_core::kinds::{KindRequest, SyntheticShape};
 use cuzk_core::{Error, ProofKind, SubmitRequest};
 use cuzk_proto::v1 as pb;
 
@@ -50,6 +50,7 @@ pub fn submit_request(m: pb::SubmitProofRequest) -> Result<SubmitRequest, Error>
             synthetic_log_size: m.synthetic_log_size,
             synthetic_partitions: m.synthetic_partitions,
             synthetic_seed: m.synthetic_seed,
+            synthetic_shape: SyntheticShape::parse(&m.synthetic_shape)?,
         },
     })
 }

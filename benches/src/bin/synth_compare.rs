@@ -243,7 +243,7 @@ fn main() {
         }
     }
     for &log in &args.synthetic {
-        match SyntheticTask::new(log, 1, 7) {
+        match SyntheticTask::new(log, 1, 7, cuzk_core::kinds::SyntheticShape::Uniform) {
             Ok(task) => tasks.push((format!("synthetic 2^{log}"), Arc::new(task))),
             Err(e) => {
                 eprintln!("synthetic 2^{log}: {e}");

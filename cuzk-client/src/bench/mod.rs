@@ -17,7 +17,7 @@ use std::time::Instant;
 use anyhow::Context;
 use bellperson::groth16;
 use blstrs::Bls12;
-use cuzk_core::kinds::{build_task, KindRequest};
+use cuzk_core::kinds::{build_task, KindRequest, SyntheticShape};
 use cuzk_core::srs::SrsCache;
 use cuzk_core::ProofKind;
 use cuzk_proto::v1 as pb;
@@ -59,6 +59,9 @@ pub struct BenchArgs {
     /// Synthetic: partitions per proof.
     #[arg(long, default_value_t = 1)]
     pub partitions: u32,
+    /// Synthetic: uniform | porep (PoRep-shaped witness and densities, up to 2^27).
+    #[arg(long, default_value = "uniform")]
+    pub shape: String,
     /// Start a daemon of our own for the sweep and capture its stderr in --log.
     #[arg(long)]
     pub spawn: bool,
@@ -228,7 +231,9 @@ fn kind_request(args: &BenchArgs) -> anyhow::Result<KindRequest> {
             )
         })?;
     let request = if kind == ProofKind::Synthetic {
-        rpc::synthetic_request(args.log_size, args.partitions, 0)
+        let mut r = rpc::synthetic_request(args.log_size, args.partitions, 0);
+        r.synthetic_shape = SyntheticShape::parse(&args.shape)?;
+        r
     } else {
         args.filecoin.to_request(kind)?
     };
@@ -445,12 +450,12 @@ pub fn verify_proof(req: &KindRequest, proof: &[u8], srs: &SrsCache) -> anyhow::
     if req.kind != ProofKind::Synthetic {
         return Ok(task.verify_job(proof)?);
     }
-    let params = task.params(srs)?;
+    let pvk = srs.synthetic_verifying_key(req.synthetic_shape, req.synthetic_log_size)?;
     for (index, bytes) in proof.chunks(PROOF_BYTES).enumerate() {
         let proof = groth16::Proof::<Bls12>::read(bytes)
             .with_context(|| format!("partition {index}: not a proof"))?;
         let inputs = task.public_inputs(index, &[])?;
-        let ok = groth16::verify_proof(&params.pvk, &proof, &inputs)
+        let ok = groth16::verify_proof(&pvk, &proof, &inputs)
             .with_context(|| format!("partition {index}"))?;
         anyhow::ensure!(ok, "partition {index} does not verify");
     }

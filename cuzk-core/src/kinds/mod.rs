@@ -32,6 +32,7 @@ pub(crate) use with_shape;
 pub mod limits;
 pub mod params;
 mod porep;
+pub mod porep_shaped;
 mod post;
 pub mod prover_id;
 pub mod registered;
@@ -46,7 +47,7 @@ mod winning;
 pub use porep::{decode_envelope, PorepTask};
 pub use request::KindRequest;
 pub use snap::SnapTask;
-pub use synthetic_task::SyntheticTask;
+pub use synthetic_task::{SyntheticShape, SyntheticTask};
 
 /// A job's proving work, independent of transport. Implementations are cheap to share:
 /// partitions of one job are synthesized concurrently through `&self`.
@@ -85,6 +86,7 @@ pub fn build_task(req: &KindRequest) -> Result<Arc<dyn ProofTask>> {
             req.synthetic_log_size,
             req.synthetic_partitions,
             req.synthetic_seed,
+            req.synthetic_shape,
         )?)),
         ProofKind::PorepSealCommit => porep::build(req),
         ProofKind::WinningPost => winning::build(req),

@@ -1,6 +1,7 @@
 //! A proof request as the engine receives it, independent of protobuf, and the field checks
 //! every kind shares. Each check names the wire field it rejects.
 
+use super::synthetic_task::SyntheticShape;
 use crate::job::{Error, ProofKind, Result};
 
 /// The fields of SubmitProofRequest that describe the proof (see proto-spec.md). Fields a kind
@@ -22,6 +23,7 @@ pub struct KindRequest {
     pub synthetic_log_size: u32,
     pub synthetic_partitions: u32,
     pub synthetic_seed: u64,
+    pub synthetic_shape: SyntheticShape,
 }
 
 impl KindRequest {
@@ -43,6 +45,7 @@ impl KindRequest {
             synthetic_log_size: 0,
             synthetic_partitions: 0,
             synthetic_seed: 0,
+            synthetic_shape: SyntheticShape::Uniform,
         }
     }
 

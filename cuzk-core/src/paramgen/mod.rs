@@ -33,3 +33,15 @@ pub trait RowSource: Sync {
     /// a variable may appear more than once in one matrix of a row (the terms add).
     fn row(&self, i: usize, term: &mut dyn FnMut(Matrix, Index, Scalar));
 }
+
+/// TEMPORARY until the row-based generator lands: bellperson's generator.
+pub fn generate_porep_shaped(log_size: u32, path: &std::path::Path) -> crate::job::Result<()> {
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x6375_7a6b_0001_0000 | log_size as u64);
+    let params = bellperson::groth16::generate_random_parameters::<blstrs::Bls12, _, _>(
+        crate::kinds::porep_shaped::PorepShaped::new(log_size, 0),
+        &mut rng,
+    )
+    .map_err(|e| crate::job::Error::Params(format!("generating: {e}")))?;
+    crate::srs::write_params_atomic(&params, path)
+}
