@@ -5,8 +5,9 @@ use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use bellperson::groth16::{self, Parameters};
 use blstrs::{Bls12, Scalar};
 use cuzk_core::backend::cpu::CpuBackend;
+use cuzk_core::kinds::porep_shaped::PorepShaped;
 use cuzk_core::kinds::synthetic::SyntheticCircuit;
-use cuzk_core::prove::{proof_bytes, prove_circuit};
+use cuzk_core::prove::{assemble, proof_bytes, prove_circuit, prove_on_device};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -102,6 +103,37 @@ fn sparse_densities_match_bellperson_byte_for_byte() {
         groth16::generate_random_parameters::<Bls12, _, _>(Sparse { x: 0 }, &mut rng).unwrap();
     for x in [0u64, 1, 3, 1 << 40] {
         check(Sparse { x }, &params, x);
+    }
+}
+
+/// The PoRep-shaped circuit as the job path proves it (direct synthesis, not bellpepper's),
+/// against bellperson's prover on the same circuit.
+#[test]
+fn porep_shaped_circuits_match_bellperson_byte_for_byte() {
+    for log in [10u32, 11] {
+        let mut rng = ChaCha20Rng::seed_from_u64(100 + log as u64);
+        let params =
+            groth16::generate_random_parameters::<Bls12, _, _>(PorepShaped::new(log, 0), &mut rng)
+                .unwrap();
+        let pvk = groth16::prepare_verifying_key(&params.vk);
+        for seed in [3u64, u64::MAX] {
+            let circuit = PorepShaped::new(log, seed);
+            let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+            let synth = circuit.synthesize_direct();
+            let (msm, _) = prove_on_device(&CpuBackend, &params, "t", synth).unwrap();
+            let ours = assemble(&params.vk, &msm, r, s).unwrap();
+            let theirs = groth16::create_proof(circuit, &params, r, s).unwrap();
+            assert_eq!(
+                proof_bytes(&ours),
+                proof_bytes(&theirs),
+                "2^{log} seed {seed}"
+            );
+            let inputs = circuit.public_inputs();
+            assert!(groth16::verify_proof(&pvk, &ours, &inputs).unwrap());
+            let mut wrong = inputs.clone();
+            wrong[3] += Scalar::ONE;
+            assert!(!groth16::verify_proof(&pvk, &ours, &wrong).unwrap());
+        }
     }
 }
 
