@@ -1,7 +1,7 @@
 //! CUDA kernels for cuzk and the Rust side that loads and drives them.
 //!
 //! `build.rs` compiles every top-level `cuda/*.cu` into its own fatbin and embeds it here;
-//! [`fatbin`] finds one by file stem ("ntt", "msm"). Without nvcc at build time the crate
+//! [`fatbin`] finds one by file stem ("ntt", "msm", "fixed_base"). Without nvcc at build time the crate
 //! still builds, [`KERNELS_BUILT`] is false and every device entry point says so.
 //!
 //! The driver is loaded at run time (cudarc, dynamic loading): one binary runs on machines
@@ -9,6 +9,7 @@
 
 mod device;
 mod error;
+pub mod fixed_base;
 mod memory;
 pub mod msm;
 pub mod ntt;

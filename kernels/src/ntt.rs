@@ -395,8 +395,22 @@ impl NttState {
         out: &mut [Limbs],
     ) -> Result<()> {
         dev.ctx().bind_to_thread()?;
+        let queued = dev.stream().record_event(None)?;
+        self.download_staged_after(dev, &queued, src, out)
+    }
+
+    /// As `download_staged`, after the compute work recorded in `after` only: kernels queued
+    /// since keep running while this chunk comes back (fixed_base.rs's pipeline).
+    pub(crate) fn download_staged_after(
+        &mut self,
+        dev: &GpuDevice,
+        after: &CudaEvent,
+        src: u64,
+        out: &mut [Limbs],
+    ) -> Result<()> {
+        dev.ctx().bind_to_thread()?;
         let copy = dev.copy_stream().clone();
-        copy.join(dev.stream())?;
+        copy.wait(after)?;
         let st = self.staging(dev)?;
         let lens: Vec<usize> = out.chunks(STAGING_CHUNK).map(|c| c.len()).collect();
         let count = lens.len();
