@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# On the GPU machine (device tool): production scale, issue #14. A PoRep-shaped synthetic set
+# at 2^27 (a 32 GiB partition's domain) is generated there (it cannot be carried: ~47 GB),
+# loaded, and proven 10 partitions a proof. Phases keep each call under the tool's 10
+# minutes; the machine (and /root/cuzk-work) stays warm between back-to-back calls.
+# Binaries come prebuilt in .device/bins.tar.xz (scripts/device-bundle.sh).
+#
+#   scripts/device-scale.sh check        # GPU tests (fixed-base, MSM split, paramgen GPU == CPU)
+#   scripts/device-scale.sh small LOG    # generate + prove a 10-partition set at 2^LOG (J=1,2)
+#   scripts/device-scale.sh gen LOG      # generate the 2^LOG set (GPU), time it; load benchmark
+#   scripts/device-scale.sh prove LOG    # the 10-partition bench on an existing set, J=1 and J=2
+set -uo pipefail
+phase=${1:?phase: check | small LOG | gen LOG | prove LOG}
+log=${2:-27}
+OUT=${OUT:-./device-logs}
+mkdir -p "$OUT"
+export CUZK_REQUIRE_GPU=1
+W=/root/cuzk-work
+B=$W/bin
+P=$W/params
+mkdir -p "$P"
+if [[ ! -x $B/cuzk-daemon || .device/bins.tar.xz -nt $B/cuzk-daemon ]]; then
+    tar xJf .device/bins.tar.xz -C "$W"
+fi
+status=0
+step() {
+    local name=$1 limit=$2; shift 2
+    local t0=$SECONDS
+    timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+    local rc=$?
+    printf '%-24s rc=%d %4ds\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$OUT/summary.txt"
+    [[ $rc == 0 ]] || status=1
+}
+# Peak host RSS and the machine's memory beside each run.
+sample_memory() {
+    while sleep 2; do
+        printf '%s %s\n' "$(date +%s)" "$(free -b | awk '/Mem:/ {print $3, $6}')"
+        nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits
+    done >"$OUT/memory-$1.txt" 2>&1 &
+    echo $!
+}
+bench() { # name J count
+    "$B/cuzk-client" bench --spawn -c "$3" -j "$2" --warmup 1 --kind synthetic --shape porep \
+        --log-size "$log" --partitions 10 --param-dir "$P" --log "$OUT/daemon-$1.log" \
+        --daemon-arg=--backend=cuda --daemon-arg=--param-dir="$P" --daemon-arg=--synthesis-workers=2
+}
+
+case $phase in
+check)
+    nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+        --format=csv | tee "$OUT/nvidia-smi.txt"
+    for t in cuda_fixed_base cuda_paramgen cuda_msm_bits cuda_msm cuda_master; do
+        [[ -x $B/$t ]] && step "$t" 240 env CUZK_MSM_TEST_MAX_LOG=20 "$B/$t" --test-threads=1
+    done
+    step gpu_fixed_base 120 "$B/gpu_fixed_base"
+    grep -h -E "^test |test result|panicked" "$OUT"/cuda_*.log | tail -30
+    ;;
+small)
+    step "gen-2^$log" 300 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
+    m=$(sample_memory "small-$log")
+    step "bench-2^$log-j1" 240 bench "j1-$log" 1 2
+    step "bench-2^$log-j2" 240 bench "j2-$log" 2 4
+    kill "$m"
+    cat "$OUT/gen-2^$log.log" | tail -12
+    grep -h -A3 "^J " "$OUT/bench-2^$log-j1.log" "$OUT/bench-2^$log-j2.log"
+    ;;
+gen)
+    df -h "$W" | tail -1
+    m=$(sample_memory "gen-$log")
+    step "gen-2^$log" 560 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
+    kill "$m"
+    ls -la "$P"
+    tail -15 "$OUT/gen-2^$log.log"
+    ;;
+prove)
+    m=$(sample_memory "prove-$log")
+    step "bench-2^$log-j1" 330 bench "j1-$log" 1 2
+    step "bench-2^$log-j2" 250 bench "j2-$log" 2 2
+    kill "$m"
+    grep -h -A3 "^J " "$OUT/bench-2^$log-j1.log" "$OUT/bench-2^$log-j2.log"
+    grep -h -E "MSM_END|NTT_END|SRS_LOAD" "$OUT/daemon-j1-$log.log" | head -12
+    ;;
+esac
+grep -h -E "SKIP|panicked|FAILED" "$OUT"/*.log | head -10
+cat "$OUT/summary.txt"
+exit $status
