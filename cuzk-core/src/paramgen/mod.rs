@@ -5,9 +5,30 @@
 //! same path as a real Filecoin file.
 //!
 //! The interface a circuit offers to the generator is [`RowSource`]: its rows, term by term.
+//! The way of a set: `domain` (the Lagrange basis at tau) -> `columns` (A, B, C of every
+//! variable at tau) -> `generate` (the verifying key and the queries, points by
+//! `fixed_base`) -> `params_file` (streamed to disk). `recorded` offers any bellpepper
+//! circuit's recorded matrices as rows; `toxic` holds the secrets.
+
+mod columns;
+mod domain;
+mod fixed_base;
+mod generate;
+mod params_file;
+mod recorded;
+#[cfg(test)]
+mod tests;
+mod toxic;
 
 use bellpepper_core::Index;
 use blstrs::Scalar;
+
+pub use columns::{qap_columns, Columns};
+pub use domain::Domain;
+pub use fixed_base::{CpuFixedBase, FixedBase};
+pub use generate::{generate, GenReport, QueryReport};
+pub use recorded::{record_rows, RecordedRows};
+pub use toxic::Toxic;
 
 /// Which constraint matrix a term belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
