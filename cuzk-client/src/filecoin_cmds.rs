@@ -8,7 +8,8 @@ use cuzk_core::kinds::params::{self, ParamState};
 use cuzk_core::kinds::registered::parse_sector_size;
 use cuzk_core::kinds::request::parse_hex;
 use cuzk_core::kinds::vectors::{self, parse_kind, Manifest};
-use cuzk_core::kinds::KindRequest;
+use cuzk_core::kinds::{KindRequest, SyntheticShape, SyntheticTask};
+use cuzk_core::paramgen::{generate_synthetic, synthetic_params_file, Engine};
 use cuzk_core::{Error, ProofKind, Result};
 
 /// `cuzk-client params <command>`.
@@ -17,6 +18,28 @@ pub enum ParamsCmd {
     /// Generate test parameters (random toxic waste: never for real sectors) for small sector
     /// sizes, in the standard cache layout. Existing files are kept.
     Generate(ParamsGenerateArgs),
+    /// Generate a synthetic set (benchmark keys) with cuzk's own generator, on the GPU where
+    /// there is one, and print where the time went. An existing file is kept unless --force.
+    Synthetic(ParamsSyntheticArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ParamsSyntheticArgs {
+    /// uniform | porep
+    #[arg(long, default_value = "porep")]
+    pub shape: String,
+    /// 2^k constraints per partition.
+    #[arg(long)]
+    pub log_size: u32,
+    /// auto | cpu | gpu (where the query points are made).
+    #[arg(long, default_value = "auto")]
+    pub engine: String,
+    /// Regenerate even if the file exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Parameter directory (default as for `generate`).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -50,6 +73,7 @@ impl ParamsGenerateArgs {
 pub fn run_params(cmd: &ParamsCmd) -> Result<()> {
     match cmd {
         ParamsCmd::Generate(a) => params_generate(a),
+        ParamsCmd::Synthetic(a) => params_synthetic(a),
     }
 }
 
@@ -79,6 +103,57 @@ pub fn params_generate(a: &ParamsGenerateArgs) -> Result<()> {
     for f in files {
         println!("{}", f.display());
     }
+    Ok(())
+}
+
+pub fn params_synthetic(a: &ParamsSyntheticArgs) -> Result<()> {
+    let shape = SyntheticShape::parse(&a.shape)?;
+    let engine = match a.engine.as_str() {
+        "auto" => Engine::Auto,
+        "cpu" => Engine::Cpu,
+        "gpu" => Engine::Gpu,
+        other => {
+            return Err(Error::invalid(
+                "engine",
+                format!("{other:?} (auto|cpu|gpu)"),
+            ))
+        }
+    };
+    // Validates the size for the shape.
+    SyntheticTask::new(a.log_size, 1, 0, shape)?;
+    let dir = a
+        .dir
+        .clone()
+        .unwrap_or_else(cuzk_core::config::default_param_dir);
+    let path = synthetic_params_file(&dir, shape, a.log_size);
+    if path.exists() && !a.force {
+        eprintln!("present: {}", path.display());
+        println!("{}", path.display());
+        return Ok(());
+    }
+    let (r, on) = generate_synthetic(shape, a.log_size, &path, engine)?;
+    let secs = |d: std::time::Duration| d.as_secs_f64();
+    eprintln!(
+        "{} 2^{} on the {on}: {:.1} s, {:.2} GB ({:.2} GB/s), domain {}",
+        shape.as_str(),
+        a.log_size,
+        secs(r.total),
+        r.bytes as f64 / 1e9,
+        r.bytes as f64 / 1e9 / secs(r.total).max(1e-9),
+        r.domain
+    );
+    eprintln!("  {:<8} {:>12} {:>9}", "phase", "points", "s");
+    eprintln!("  {:<8} {:>12} {:>9.2}", "columns", "", secs(r.columns));
+    for q in &r.queries {
+        eprintln!("  {:<8} {:>12} {:>9.2}", q.name, q.points, secs(q.time));
+    }
+    eprintln!(
+        "  {:<8} {:>12} {:>9.2}  (overlapped)",
+        "write",
+        "",
+        secs(r.write)
+    );
+    println!("{}", path.display());
     Ok(())
 }
 

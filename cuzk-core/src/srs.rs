@@ -15,13 +15,12 @@ use std::time::{Duration, Instant};
 use bellperson::groth16::{self, Parameters, PreparedVerifyingKey};
 use blstrs::{Bls12, G1Affine, G2Affine};
 use parking_lot::Mutex;
-use rand::SeedableRng;
-use rand_chacha::ChaCha20Rng;
 
 use crate::job::{Error, Result};
-use crate::kinds::porep_shaped::{self, PorepShape};
-use crate::kinds::synthetic::{SyntheticCircuit, MAX_LOG, MIN_LOG};
+use crate::kinds::porep_shaped;
+use crate::kinds::synthetic::{MAX_LOG, MIN_LOG};
 use crate::kinds::SyntheticShape;
+use crate::paramgen::{generate_synthetic, synthetic_params_file, Engine};
 
 /// One loaded parameter set.
 pub struct SrsEntry {
@@ -120,7 +119,7 @@ impl SrsCache {
             .and_then(|n| n.parse::<u32>().ok())
         {
             if (porep_shaped::MIN_LOG..=porep_shaped::MAX_LOG).contains(&log) {
-                return self.synthetic_porep_entry(log);
+                return self.synthetic_entry(SyntheticShape::Porep, log);
             }
         }
         if let Some(log) = id
@@ -128,7 +127,7 @@ impl SrsCache {
             .and_then(|n| n.parse::<u32>().ok())
         {
             if (MIN_LOG..=MAX_LOG).contains(&log) {
-                return self.synthetic_entry(log);
+                return self.synthetic_entry(SyntheticShape::Uniform, log);
             }
         }
         // Filecoin circuits: "porep-2k", "winning-32g", "window-64g", "snap-8m", ...
@@ -169,11 +168,6 @@ impl SrsCache {
         out
     }
 
-    /// The synthetic circuit's parameters for 2^log constraints, generated on first use.
-    pub fn synthetic(&self, log_size: u32) -> Result<Arc<SrsEntry>> {
-        Ok(self.synthetic_entry(log_size)?.0)
-    }
-
     /// The prepared verifying key of a synthetic set, read from the head of its file
     /// (generated, and loaded, first if there is none): a client checking proofs of a 47 GB
     /// set needs a kilobyte of it.
@@ -182,10 +176,9 @@ impl SrsCache {
         shape: SyntheticShape,
         log_size: u32,
     ) -> Result<PreparedVerifyingKey<Bls12>> {
-        let id = shape.srs_id(log_size);
-        let path = self.dir.join(format!("cuzk-{id}-v1.params"));
+        let path = synthetic_params_file(&self.dir, shape, log_size);
         if !path.exists() {
-            self.by_id(&id)?;
+            self.synthetic_set(shape, log_size)?;
         }
         let file = File::open(&path)
             .map_err(|e| Error::Params(format!("opening {}: {e}", path.display())))?;
@@ -194,54 +187,29 @@ impl SrsCache {
         Ok(groth16::prepare_verifying_key(&vk))
     }
 
-    /// The PoRep-shaped synthetic circuit's parameters for 2^log constraints, generated on
-    /// first use.
-    pub fn synthetic_porep(&self, log_size: u32) -> Result<Arc<SrsEntry>> {
-        Ok(self.synthetic_porep_entry(log_size)?.0)
+    /// The uniform synthetic circuit's parameters for 2^log constraints.
+    pub fn synthetic(&self, log_size: u32) -> Result<Arc<SrsEntry>> {
+        self.synthetic_set(SyntheticShape::Uniform, log_size)
     }
 
-    fn synthetic_porep_entry(&self, log_size: u32) -> Result<(Arc<SrsEntry>, bool)> {
-        let id = PorepShape::srs_id(log_size);
-        let path = self.dir.join(format!("cuzk-{id}-v1.params"));
-        self.get_or_load(&id, || {
+    /// A synthetic set, generated on first use (paramgen: on the GPU where there is one).
+    pub fn synthetic_set(&self, shape: SyntheticShape, log_size: u32) -> Result<Arc<SrsEntry>> {
+        Ok(self.synthetic_entry(shape, log_size)?.0)
+    }
+
+    fn synthetic_entry(
+        &self,
+        shape: SyntheticShape,
+        log_size: u32,
+    ) -> Result<(Arc<SrsEntry>, bool)> {
+        let path = synthetic_params_file(&self.dir, shape, log_size);
+        self.get_or_load(&shape.srs_id(log_size), || {
             if !path.exists() {
-                crate::paramgen::generate_porep_shaped(log_size, &path)?;
+                generate_synthetic(shape, log_size, &path, Engine::from_env())?;
             }
             read_params(&path)
         })
     }
-
-    fn synthetic_entry(&self, log_size: u32) -> Result<(Arc<SrsEntry>, bool)> {
-        let id = SyntheticCircuit::srs_id(log_size);
-        let path = self.dir.join(format!("cuzk-{id}-v1.params"));
-        self.get_or_load(&id, || {
-            if !path.exists() {
-                generate_synthetic(log_size, &path)?;
-            }
-            read_params(&path)
-        })
-    }
-}
-
-/// Generate the synthetic circuit's parameters into `path`. Deterministic toxic waste (a
-/// fixed-seed rng): these are benchmark keys, never for anything of value, and any two
-/// processes that generate them write the same file.
-pub fn generate_synthetic(log_size: u32, path: &Path) -> Result<()> {
-    let t = Instant::now();
-    tracing::info!(log_size, path = %path.display(), "generating synthetic parameters");
-    let mut rng = ChaCha20Rng::seed_from_u64(0x6375_7a6b_0000_0000 | log_size as u64);
-    let params = groth16::generate_random_parameters::<Bls12, _, _>(
-        SyntheticCircuit::new(log_size, 0),
-        &mut rng,
-    )
-    .map_err(|e| Error::Params(format!("generating synthetic-2^{log_size}: {e}")))?;
-    write_params_atomic(&params, path)?;
-    tracing::info!(
-        log_size,
-        ms = t.elapsed().as_millis() as u64,
-        "synthetic parameters written"
-    );
-    Ok(())
 }
 
 /// Write a parameter file under a temporary name and rename it into place.

@@ -130,10 +130,7 @@ impl ProofTask for SyntheticTask {
     }
 
     fn params(&self, srs: &SrsCache) -> Result<Arc<SrsEntry>> {
-        match self.shape {
-            SyntheticShape::Uniform => srs.synthetic(self.log_size),
-            SyntheticShape::Porep => srs.synthetic_porep(self.log_size),
-        }
+        srs.synthetic_set(self.shape, self.log_size)
     }
 
     fn synthesize(&self, index: usize) -> Result<Synthesized> {

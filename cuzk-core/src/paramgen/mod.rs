@@ -14,8 +14,10 @@ mod columns;
 mod domain;
 mod fixed_base;
 mod generate;
+mod gpu;
 mod params_file;
 mod recorded;
+mod synthetic;
 #[cfg(test)]
 mod tests;
 mod toxic;
@@ -27,7 +29,9 @@ pub use columns::{qap_columns, Columns};
 pub use domain::Domain;
 pub use fixed_base::{CpuFixedBase, FixedBase};
 pub use generate::{generate, GenReport, QueryReport};
+pub use gpu::{Engine, GpuFixedBase};
 pub use recorded::{record_rows, RecordedRows};
+pub use synthetic::{generate_synthetic, synthetic_params_file};
 pub use toxic::Toxic;
 
 /// Which constraint matrix a term belongs to.
@@ -53,16 +57,4 @@ pub trait RowSource: Sync {
     /// Calls `term(matrix, variable, coefficient)` for every term of row `i`, in any order;
     /// a variable may appear more than once in one matrix of a row (the terms add).
     fn row(&self, i: usize, term: &mut dyn FnMut(Matrix, Index, Scalar));
-}
-
-/// TEMPORARY until the row-based generator lands: bellperson's generator.
-pub fn generate_porep_shaped(log_size: u32, path: &std::path::Path) -> crate::job::Result<()> {
-    use rand::SeedableRng;
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x6375_7a6b_0001_0000 | log_size as u64);
-    let params = bellperson::groth16::generate_random_parameters::<blstrs::Bls12, _, _>(
-        crate::kinds::porep_shaped::PorepShaped::new(log_size, 0),
-        &mut rng,
-    )
-    .map_err(|e| crate::job::Error::Params(format!("generating: {e}")))?;
-    crate::srs::write_params_atomic(&params, path)
 }
