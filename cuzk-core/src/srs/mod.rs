@@ -4,10 +4,14 @@
 //! Files live in one directory (FIL_PROOFS_PARAMETER_CACHE by convention). A file is written
 //! to a temporary name and renamed into place, so a reader never sees half a file, and two
 //! processes generating the same set at once both end with a whole one.
+//!
+//! Files are read in parallel (read.rs). The engine loads a set for queued jobs on a thread
+//! of its own (loading.rs), so its synthesis workers look sets up through a handle that does
+//! not wait (`SrsCache::without_waiting`): a set not resident is reported, not loaded.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,6 +24,9 @@ use rand_chacha::ChaCha20Rng;
 
 use crate::job::{Error, Result};
 use crate::kinds::synthetic::{SyntheticCircuit, MAX_LOG, MIN_LOG};
+
+mod read;
+pub use read::{read_parameter_file, ReadError};
 
 /// One loaded parameter set.
 pub struct SrsEntry {
@@ -58,43 +65,92 @@ pub struct SrsStatus {
 }
 
 /// Loaded parameter sets by id. Loading one set never blocks use of another; concurrent
-/// requests for the same set wait for one load.
+/// requests for the same set wait for one load. Clones share the sets.
+#[derive(Clone)]
 pub struct SrsCache {
+    inner: Arc<Sets>,
+    /// False for the synthesis workers' handle: a set not resident is an error
+    /// (`Error::ParamsNotResident`), never a wait.
+    wait: bool,
+}
+
+struct Sets {
     dir: PathBuf,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
 }
 
-/// One set's place in the cache: empty until loaded; its own lock is held while loading.
-type Slot = Mutex<Option<Arc<SrsEntry>>>;
+/// One set's place in the cache. `entry` is only ever locked briefly; `loading` is held for
+/// the whole load, so that a second request waits for the first load instead of repeating it.
+#[derive(Default)]
+struct Slot {
+    entry: Mutex<Option<Arc<SrsEntry>>>,
+    loading: Mutex<()>,
+}
 
 impl SrsCache {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         SrsCache {
-            dir: dir.into(),
-            slots: Mutex::new(HashMap::new()),
+            inner: Arc::new(Sets {
+                dir: dir.into(),
+                slots: Mutex::new(HashMap::new()),
+            }),
+            wait: true,
+        }
+    }
+
+    /// A handle on the same sets that never loads: a set not resident gives
+    /// `Error::ParamsNotResident` with its id at once.
+    pub fn without_waiting(&self) -> SrsCache {
+        SrsCache {
+            inner: self.inner.clone(),
+            wait: false,
         }
     }
 
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.inner.dir
+    }
+
+    /// The set `id` if it is resident.
+    pub fn resident(&self, id: &str) -> Option<Arc<SrsEntry>> {
+        let slot = self.inner.slots.lock().get(id).cloned()?;
+        let entry = slot.entry.lock().clone();
+        entry
     }
 
     /// The set `id`, loading it with `load` if it is not resident. Returns the entry and
-    /// whether this call loaded it.
+    /// whether this call loaded it. Through a `without_waiting` handle, a set not resident
+    /// is `Error::ParamsNotResident` and `load` is not called.
     pub fn get_or_load(
         &self,
         id: &str,
         load: impl FnOnce() -> Result<Parameters<Bls12>>,
     ) -> Result<(Arc<SrsEntry>, bool)> {
-        let slot = self.slots.lock().entry(id.to_string()).or_default().clone();
-        let mut guard = slot.lock();
-        if let Some(entry) = guard.as_ref() {
-            return Ok((entry.clone(), false));
+        if !self.wait {
+            return self
+                .resident(id)
+                .map(|e| (e, false))
+                .ok_or_else(|| Error::ParamsNotResident(id.to_string()));
+        }
+        let slot = self
+            .inner
+            .slots
+            .lock()
+            .entry(id.to_string())
+            .or_default()
+            .clone();
+        if let Some(entry) = slot.entry.lock().clone() {
+            return Ok((entry, false));
+        }
+        let _loading = slot.loading.lock();
+        // Loaded by the request we waited for.
+        if let Some(entry) = slot.entry.lock().clone() {
+            return Ok((entry, false));
         }
         let t = Instant::now();
         let params = load()?;
         let entry = Arc::new(SrsEntry::new(id.to_string(), params, t.elapsed()));
-        *guard = Some(entry.clone());
+        *slot.entry.lock() = Some(entry.clone());
         tracing::info!(
             id,
             ms = t.elapsed().as_millis() as u64,
@@ -134,24 +190,23 @@ impl SrsCache {
     /// Drop a set from memory (EvictSRS). Jobs holding it keep their copy until they finish.
     /// Returns the bytes freed, or None when it was not loaded.
     pub fn evict(&self, id: &str) -> Option<u64> {
-        let slot = self.slots.lock().remove(id)?;
-        let entry = slot.lock().take()?;
+        let slot = self.inner.slots.lock().remove(id)?;
+        let entry = slot.entry.lock().take()?;
         Some(entry.size_bytes)
     }
 
     pub fn status(&self) -> Vec<SrsStatus> {
-        let slots: Vec<_> = self.slots.lock().values().cloned().collect();
+        let slots: Vec<_> = self.inner.slots.lock().values().cloned().collect();
         let mut out: Vec<SrsStatus> = slots
             .iter()
             .filter_map(|slot| {
-                let guard = slot.try_lock()?;
-                let e = guard.as_ref()?;
+                let e = slot.entry.lock().clone()?;
                 Some(SrsStatus {
                     circuit_id: e.id.clone(),
                     resident: true,
                     size_bytes: e.size_bytes,
-                    // One reference is the cache's own.
-                    ref_count: (Arc::strong_count(e) - 1) as u32,
+                    // One reference is the cache's own, one the clone taken here.
+                    ref_count: (Arc::strong_count(&e) - 2) as u32,
                 })
             })
             .collect();
@@ -166,7 +221,7 @@ impl SrsCache {
 
     fn synthetic_entry(&self, log_size: u32) -> Result<(Arc<SrsEntry>, bool)> {
         let id = SyntheticCircuit::srs_id(log_size);
-        let path = self.dir.join(format!("cuzk-{id}-v1.params"));
+        let path = self.dir().join(format!("cuzk-{id}-v1.params"));
         self.get_or_load(&id, || {
             if !path.exists() {
                 generate_synthetic(log_size, &path)?;
@@ -213,18 +268,8 @@ pub fn write_params_atomic(params: &Parameters<Bls12>, path: &Path) -> Result<()
     Ok(())
 }
 
-/// Read a parameter file (points are trusted: files are ours or checked by their digest).
+/// Read a parameter file (points are trusted: files are ours or checked by their digest),
+/// in parallel (read.rs).
 pub fn read_params(path: &Path) -> Result<Parameters<Bls12>> {
-    let file = File::open(path).map_err(|e| {
-        Error::Params(format!(
-            "parameter file {} cannot be opened: {e}",
-            path.display()
-        ))
-    })?;
-    Parameters::read(BufReader::with_capacity(1 << 20, file), false).map_err(|e| {
-        Error::Params(format!(
-            "parameter file {} is unreadable: {e}",
-            path.display()
-        ))
-    })
+    read_parameter_file(path).map_err(|e| Error::Params(e.to_string()))
 }
