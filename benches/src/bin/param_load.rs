@@ -3,19 +3,22 @@
 //! prints MB/s of each and the ratio (ours / theirs: above 1.0 means ours is faster).
 //! Both read from the page cache: the file is read through once before timing.
 //!
-//!     cargo run --release -p cuzk-benches --bin param_load -- [FILE] [--reps N]
+//!     cargo run --release -p cuzk-benches --bin param_load -- [FILE] [--reps N] [--tile K]
 //!
-//! Without FILE, the synthetic 2^16 set is generated into a temporary directory (~33 MB).
+//! Without FILE, the synthetic 2^16 set is generated into a temporary directory (~33 MB);
+//! `--tile K` writes it with every vector repeated K times instead (K = 32: ~1 GB, the size
+//! of a 2 KiB PoRep set, in seconds rather than the minutes a real 2^21 set takes).
 //! Runs alternate so that machine noise hits both; medians of N (default 3).
 
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
-use cuzk_core::srs::{read_parameter_file, SrsCache};
+use cuzk_core::srs::{read_parameter_file, write_params_atomic, SrsCache};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -40,10 +43,26 @@ fn bellperson_read(path: &Path) -> Parameters<Bls12> {
     Parameters::read(BufReader::with_capacity(1 << 20, file), false).expect("bellperson's read")
 }
 
+/// `params` with every point vector repeated `k` times: a larger file of valid points.
+fn tiled(params: &Parameters<Bls12>, k: usize) -> Parameters<Bls12> {
+    fn rep<T: Clone>(v: &[T], k: usize) -> Arc<Vec<T>> {
+        Arc::new(v.iter().cloned().cycle().take(v.len() * k).collect())
+    }
+    Parameters {
+        vk: params.vk.clone(),
+        h: rep(&params.h, k),
+        l: rep(&params.l, k),
+        a: rep(&params.a, k),
+        b_g1: rep(&params.b_g1, k),
+        b_g2: rep(&params.b_g2, k),
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let mut file: Option<PathBuf> = None;
     let mut reps = 3usize;
+    let mut tile = 1usize;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--reps" => {
@@ -51,6 +70,12 @@ fn main() {
                     .next()
                     .and_then(|r| r.parse().ok())
                     .expect("--reps takes a number")
+            }
+            "--tile" => {
+                tile = args
+                    .next()
+                    .and_then(|r| r.parse().ok())
+                    .expect("--tile takes a number")
             }
             other => file = Some(PathBuf::from(other)),
         }
@@ -60,10 +85,15 @@ fn main() {
         Some(p) => p,
         None => {
             let dir = tempfile::tempdir().expect("a temporary directory");
-            SrsCache::new(dir.path())
+            let entry = SrsCache::new(dir.path())
                 .synthetic(16)
                 .expect("generating synthetic-2^16");
-            let p = dir.path().join("cuzk-synthetic-2^16-v1.params");
+            let mut p = dir.path().join("cuzk-synthetic-2^16-v1.params");
+            if tile > 1 {
+                p = dir.path().join(format!("synthetic-2^16-x{tile}.params"));
+                write_params_atomic(&tiled(&entry.params, tile), &p)
+                    .expect("writing the tiled set");
+            }
             _tmp = dir;
             p
         }
