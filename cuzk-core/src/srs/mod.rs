@@ -273,3 +273,39 @@ pub fn write_params_atomic(params: &Parameters<Bls12>, path: &Path) -> Result<()
 pub fn read_params(path: &Path) -> Result<Parameters<Bls12>> {
     read_parameter_file(path).map_err(|e| Error::Params(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handle_that_does_not_wait_reports_sets_not_resident_and_status_counts_holders() {
+        let dir = tempfile::tempdir().unwrap();
+        let srs = SrsCache::new(dir.path());
+        let id = SyntheticCircuit::srs_id(6);
+        let quick = srs.without_waiting();
+        match quick.synthetic(6) {
+            Err(Error::ParamsNotResident(named)) => assert_eq!(named, id),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("nothing is loaded yet"),
+        }
+        assert!(srs.status().is_empty(), "looking up loads nothing");
+        let held = srs.synthetic(6).unwrap();
+        let found = quick.synthetic(6).unwrap();
+        assert!(Arc::ptr_eq(&held, &found), "the handles share the sets");
+        let status = srs.status();
+        assert_eq!(status.len(), 1);
+        assert_eq!(
+            (status[0].circuit_id.as_str(), status[0].ref_count),
+            (id.as_str(), 2)
+        );
+        drop((held, found));
+        assert_eq!(srs.status()[0].ref_count, 0);
+        assert!(srs.evict(&id).is_some());
+        assert!(srs.resident(&id).is_none());
+        assert!(matches!(
+            quick.synthetic(6),
+            Err(Error::ParamsNotResident(_))
+        ));
+    }
+}
