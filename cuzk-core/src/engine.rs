@@ -16,6 +16,7 @@ use crate::job::{Error, JobId, JobState, Priority, ProofKind, Result, SubmitRequ
 use crate::jobs::{payload_digest, Archived, Found, Jobs, Resubmit};
 use crate::journal::{now_unix_ms, JobEntry, Journal, Recovered};
 use crate::kinds::build_task;
+use crate::loading::{self, SetLoads};
 use crate::metrics::Metrics;
 use crate::pipeline::{self, PartitionWork, ProvenWork, SynthesizedWork};
 use crate::queue::PriorityQueue;
@@ -38,6 +39,8 @@ pub struct Shared {
     pub gate: Arc<SynthesisGate<PartitionWork>>,
     pub prove_queue: PriorityQueue<SynthesizedWork>,
     pub finalize_queue: PriorityQueue<ProvenWork>,
+    /// Partitions waiting for their parameter set to load (loading.rs).
+    pub set_loads: SetLoads,
     pub test_hooks: TestHooks,
     /// Partitions out of the synthesis queue and not yet done (see `pipeline::InFlight`):
     /// what a graceful shutdown waits for.
@@ -154,6 +157,7 @@ impl Engine {
             // Both bounded before synthesis, by the gate.
             prove_queue: PriorityQueue::new(usize::MAX),
             finalize_queue: PriorityQueue::new(usize::MAX),
+            set_loads: SetLoads::default(),
             test_hooks,
             in_flight: Arc::new(AtomicUsize::new(0)),
             journal,
@@ -412,7 +416,30 @@ impl Engine {
 
     /// PreloadSRS: (already loaded, load time).
     pub fn preload_srs(&self, circuit_id: &str) -> Result<(bool, Duration)> {
-        self.shared.srs.preload(circuit_id)
+        let s = &self.shared;
+        let t = Instant::now();
+        let resident = s.srs.resident(circuit_id).is_some();
+        if !resident {
+            s.timeline.emit(
+                "SRS_LOAD_START",
+                "-",
+                &[("srs", &circuit_id), ("cause", &"preload")],
+            );
+        }
+        match s.srs.by_id(circuit_id) {
+            Ok((entry, loaded_now)) => {
+                if !resident {
+                    loading::emit_loaded(&s.timeline, &entry, "preload", 0);
+                }
+                Ok((!loaded_now, t.elapsed()))
+            }
+            Err(e) => {
+                if !resident {
+                    loading::emit_failed(&s.timeline, circuit_id, "preload", &e);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// EvictSRS: bytes freed, None when not loaded.

@@ -14,7 +14,8 @@
 //! PoSt arrives however much sealing work fills the others.
 //!
 //! A partition's size is bounded from its parameters (pipeline.rs); a job whose parameters are
-//! not loaded yet is handed out once to be prepared (loaded) and put back in its place.
+//! not known to it yet is handed out to be prepared (loading.rs: found, or parked while its set
+//! loads off the workers) and put back in its place.
 
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -37,7 +38,7 @@ pub enum Lane {
 pub enum Take<T> {
     /// Synthesize it; the ticket holds its room.
     Admitted(T, Ticket),
-    /// Its size is not known yet: load its parameters, then `put_back`.
+    /// Its size is not known yet: find its parameters (loading.rs), then `put_back`.
     Prepare(T),
 }
 

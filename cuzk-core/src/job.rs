@@ -118,6 +118,10 @@ pub enum Error {
     ShuttingDown,
     #[error("parameters: {0}")]
     Params(String),
+    /// The set is not resident, from a handle that does not wait for loads
+    /// (`SrsCache::without_waiting`): the engine loads it and retries; no client sees this.
+    #[error("parameter set {0} is not loaded yet")]
+    ParamsNotResident(String),
     #[error("synthesis failed: {0}")]
     Synthesis(#[from] bellpepper_core::SynthesisError),
     #[error("proving failed: {0}")]

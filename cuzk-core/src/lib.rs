@@ -4,7 +4,8 @@
 //! ids) -> `gate` (priority order, each partition's room reserved before synthesis: `budget`)
 //! -> `pipeline` (its stages in order: `synth` circuit -> a/b/c + assignments; `gpu` device
 //! and `prove` H polynomial and MSMs through a `backend`; `finalize` assemble, self-verify)
-//! -> results in `record`, awaited through `engine`.
+//! -> results in `record`, awaited through `engine`. A job whose parameter set is not
+//! resident waits for it in `loading`, off the synthesis workers.
 pub mod backend;
 pub mod budget;
 pub mod config;
@@ -16,6 +17,7 @@ pub mod job;
 pub mod jobs;
 pub mod journal;
 pub mod kinds;
+pub mod loading;
 pub mod matrices;
 pub mod matrix_synth;
 pub mod metrics;

@@ -79,7 +79,7 @@ impl Drop for InFlight {
 }
 
 /// Run `f`, turning a panic into an error naming what panicked.
-fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         Err(Error::Internal(format!(
             "{what} panicked: {}",
@@ -103,7 +103,8 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
         let (PartitionWork { job, index, on_cpu }, mut ticket) = match next {
             Take::Admitted(work, ticket) => (work, ticket),
             Take::Prepare(work) => {
-                prepare(&shared, work);
+                // Quick: a set not resident is loaded off this worker (loading.rs).
+                crate::loading::prepare(&shared, work);
                 continue;
             }
         };
@@ -195,25 +196,6 @@ pub fn synthesized_bytes_bound(params: &bellperson::groth16::Parameters<blstrs::
     let domain = params.h.len() + 1;
     let variables = params.vk.ic.len() + params.l.len();
     ((3 * domain + variables) * std::mem::size_of::<Scalar>()) as u64
-}
-
-/// Load a partition's parameters (so that its size is known), then return it to its place.
-/// A missing parameter file fails the job here, before any work. The load's time shows in
-/// the TIMELINE as queue wait (before SYNTH_START) and in the job's `srs_load_ms`.
-fn prepare(shared: &Shared, work: PartitionWork) {
-    let job = work.job.clone();
-    // Its work has begun (Running, its queue wait over), as when synthesis loaded them.
-    job.mark_started();
-    if let Err(e) = guarded("loading parameters", || {
-        job.srs(|| job.task.params(&shared.srs))
-    }) {
-        shared.fail(&job, e);
-        return;
-    }
-    if shared.gate.put_back(job.priority, job.seq, work).is_err() && !shared.has_journal() {
-        // Shutting down: without a journal the job cannot be resumed later.
-        shared.fail(&job, Error::ShuttingDown);
-    }
 }
 
 pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {

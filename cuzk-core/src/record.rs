@@ -160,10 +160,19 @@ impl Job {
         }
         let t = Instant::now();
         let srs = load()?;
-        let mut p = self.progress.lock();
-        p.timings.srs_load += t.elapsed();
-        p.srs = Some(srs.clone());
+        self.set_srs(srs.clone(), t.elapsed());
         Ok(srs)
+    }
+
+    /// The job's parameter set, found or loaded after `waited`. Not kept by a finished job:
+    /// its reference would keep the set (tens of GB) alive until the job's record expires.
+    pub fn set_srs(&self, srs: Arc<SrsEntry>, waited: Duration) {
+        let mut p = self.progress.lock();
+        if p.finished.is_some() || p.srs.is_some() {
+            return;
+        }
+        p.timings.srs_load += waited;
+        p.srs = Some(srs);
     }
 
     pub fn add_synthesis(&self, d: Duration) {

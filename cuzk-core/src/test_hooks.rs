@@ -8,7 +8,9 @@
 //! - `synth-panic-once=<request_id>`: only the first synthesis under that request id panics
 //!   (a retry under the same id then succeeds);
 //! - `synth-delay-ms=<n>`: every partition's synthesis takes at least n ms longer;
-//! - `device-delay-ms=<n>`: every partition holds its device n ms longer (under its lock).
+//! - `device-delay-ms=<n>`: every partition holds its device n ms longer (under its lock);
+//! - `srs-load-delay-ms=<n>`: every parameter set loaded for queued jobs takes n ms longer
+//!   (on the loader thread; PreloadSRS is not delayed).
 //!
 //! The delays let a test catch a job in synthesis, waiting for the device, or on it.
 //! Never set this in production.
@@ -35,6 +37,8 @@ pub struct TestHooks {
     pub synthesis_delay: Duration,
     /// Added to every partition's device step, inside the device lock.
     pub device_delay: Duration,
+    /// Added to every load of a set for queued jobs (loading.rs).
+    pub srs_load_delay: Duration,
 }
 
 impl TestHooks {
@@ -79,6 +83,7 @@ impl TestHooks {
                 }
                 "synth-delay-ms" => hooks.synthesis_delay = ms()?,
                 "device-delay-ms" => hooks.device_delay = ms()?,
+                "srs-load-delay-ms" => hooks.srs_load_delay = ms()?,
                 other => return Err(format!("{ENV}: unknown hook {other:?}")),
             }
         }
@@ -90,6 +95,7 @@ impl TestHooks {
             || self.device_error.is_some()
             || !self.synthesis_delay.is_zero()
             || !self.device_delay.is_zero()
+            || !self.srs_load_delay.is_zero()
     }
 }
 
@@ -99,7 +105,11 @@ mod tests {
 
     #[test]
     fn parses_and_rejects() {
-        let h = TestHooks::parse("synth-panic=r1; synth-delay-ms=20;device-delay-ms=5").unwrap();
+        let h = TestHooks::parse(
+            "synth-panic=r1; synth-delay-ms=20;device-delay-ms=5;srs-load-delay-ms=7",
+        )
+        .unwrap();
+        assert_eq!(h.srs_load_delay, Duration::from_millis(7));
         assert!(h.synthesis_panic.is_some());
         assert_eq!(h.synthesis_delay, Duration::from_millis(20));
         assert_eq!(h.device_delay, Duration::from_millis(5));

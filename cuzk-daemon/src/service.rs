@@ -50,7 +50,7 @@ pub fn to_status(e: Error) -> Status {
         Error::InvalidArgument { .. } => Status::invalid_argument(msg),
         Error::NotFound(_) => Status::not_found(msg),
         Error::QueueFull { .. } => Status::resource_exhausted(msg),
-        Error::ShuttingDown => Status::unavailable(msg),
+        Error::ShuttingDown | Error::ParamsNotResident(_) => Status::unavailable(msg),
         Error::Params(_) => Status::failed_precondition(msg),
         Error::Cancelled => Status::cancelled(msg),
         Error::Synthesis(_) | Error::Prove(_) | Error::Verification(_) | Error::Internal(_) => {

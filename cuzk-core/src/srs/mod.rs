@@ -4,6 +4,10 @@
 //! Files live in one directory (FIL_PROOFS_PARAMETER_CACHE by convention). A file is written
 //! to a temporary name and renamed into place, so a reader never sees half a file, and two
 //! processes generating the same set at once both end with a whole one.
+//!
+//! Files are read in parallel (read.rs). The engine loads a set for queued jobs on a thread
+//! of its own (loading.rs), so its synthesis workers look sets up through a handle that does
+//! not wait (`SrsCache::without_waiting`): a set not resident is reported, not loaded.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -21,6 +25,9 @@ use crate::kinds::porep_shaped;
 use crate::kinds::synthetic::{MAX_LOG, MIN_LOG};
 use crate::kinds::SyntheticShape;
 use crate::paramgen::{generate_synthetic, synthetic_params_file, Engine};
+
+mod read;
+pub use read::{read_parameter_file, ReadError};
 
 /// One loaded parameter set.
 pub struct SrsEntry {
@@ -59,43 +66,92 @@ pub struct SrsStatus {
 }
 
 /// Loaded parameter sets by id. Loading one set never blocks use of another; concurrent
-/// requests for the same set wait for one load.
+/// requests for the same set wait for one load. Clones share the sets.
+#[derive(Clone)]
 pub struct SrsCache {
+    inner: Arc<Sets>,
+    /// False for the synthesis workers' handle: a set not resident is an error
+    /// (`Error::ParamsNotResident`), never a wait.
+    wait: bool,
+}
+
+struct Sets {
     dir: PathBuf,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
 }
 
-/// One set's place in the cache: empty until loaded; its own lock is held while loading.
-type Slot = Mutex<Option<Arc<SrsEntry>>>;
+/// One set's place in the cache. `entry` is only ever locked briefly; `loading` is held for
+/// the whole load, so that a second request waits for the first load instead of repeating it.
+#[derive(Default)]
+struct Slot {
+    entry: Mutex<Option<Arc<SrsEntry>>>,
+    loading: Mutex<()>,
+}
 
 impl SrsCache {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         SrsCache {
-            dir: dir.into(),
-            slots: Mutex::new(HashMap::new()),
+            inner: Arc::new(Sets {
+                dir: dir.into(),
+                slots: Mutex::new(HashMap::new()),
+            }),
+            wait: true,
+        }
+    }
+
+    /// A handle on the same sets that never loads: a set not resident gives
+    /// `Error::ParamsNotResident` with its id at once.
+    pub fn without_waiting(&self) -> SrsCache {
+        SrsCache {
+            inner: self.inner.clone(),
+            wait: false,
         }
     }
 
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.inner.dir
+    }
+
+    /// The set `id` if it is resident.
+    pub fn resident(&self, id: &str) -> Option<Arc<SrsEntry>> {
+        let slot = self.inner.slots.lock().get(id).cloned()?;
+        let entry = slot.entry.lock().clone();
+        entry
     }
 
     /// The set `id`, loading it with `load` if it is not resident. Returns the entry and
-    /// whether this call loaded it.
+    /// whether this call loaded it. Through a `without_waiting` handle, a set not resident
+    /// is `Error::ParamsNotResident` and `load` is not called.
     pub fn get_or_load(
         &self,
         id: &str,
         load: impl FnOnce() -> Result<Parameters<Bls12>>,
     ) -> Result<(Arc<SrsEntry>, bool)> {
-        let slot = self.slots.lock().entry(id.to_string()).or_default().clone();
-        let mut guard = slot.lock();
-        if let Some(entry) = guard.as_ref() {
-            return Ok((entry.clone(), false));
+        if !self.wait {
+            return self
+                .resident(id)
+                .map(|e| (e, false))
+                .ok_or_else(|| Error::ParamsNotResident(id.to_string()));
+        }
+        let slot = self
+            .inner
+            .slots
+            .lock()
+            .entry(id.to_string())
+            .or_default()
+            .clone();
+        if let Some(entry) = slot.entry.lock().clone() {
+            return Ok((entry, false));
+        }
+        let _loading = slot.loading.lock();
+        // Loaded by the request we waited for.
+        if let Some(entry) = slot.entry.lock().clone() {
+            return Ok((entry, false));
         }
         let t = Instant::now();
         let params = load()?;
         let entry = Arc::new(SrsEntry::new(id.to_string(), params, t.elapsed()));
-        *guard = Some(entry.clone());
+        *slot.entry.lock() = Some(entry.clone());
         tracing::info!(
             id,
             ms = t.elapsed().as_millis() as u64,
@@ -143,24 +199,23 @@ impl SrsCache {
     /// Drop a set from memory (EvictSRS). Jobs holding it keep their copy until they finish.
     /// Returns the bytes freed, or None when it was not loaded.
     pub fn evict(&self, id: &str) -> Option<u64> {
-        let slot = self.slots.lock().remove(id)?;
-        let entry = slot.lock().take()?;
+        let slot = self.inner.slots.lock().remove(id)?;
+        let entry = slot.entry.lock().take()?;
         Some(entry.size_bytes)
     }
 
     pub fn status(&self) -> Vec<SrsStatus> {
-        let slots: Vec<_> = self.slots.lock().values().cloned().collect();
+        let slots: Vec<_> = self.inner.slots.lock().values().cloned().collect();
         let mut out: Vec<SrsStatus> = slots
             .iter()
             .filter_map(|slot| {
-                let guard = slot.try_lock()?;
-                let e = guard.as_ref()?;
+                let e = slot.entry.lock().clone()?;
                 Some(SrsStatus {
                     circuit_id: e.id.clone(),
                     resident: true,
                     size_bytes: e.size_bytes,
-                    // One reference is the cache's own.
-                    ref_count: (Arc::strong_count(e) - 1) as u32,
+                    // One reference is the cache's own, one the clone taken here.
+                    ref_count: (Arc::strong_count(&e) - 2) as u32,
                 })
             })
             .collect();
@@ -176,7 +231,7 @@ impl SrsCache {
         shape: SyntheticShape,
         log_size: u32,
     ) -> Result<PreparedVerifyingKey<Bls12>> {
-        let path = synthetic_params_file(&self.dir, shape, log_size);
+        let path = synthetic_params_file(self.dir(), shape, log_size);
         if !path.exists() {
             self.synthetic_set(shape, log_size)?;
         }
@@ -202,7 +257,7 @@ impl SrsCache {
         shape: SyntheticShape,
         log_size: u32,
     ) -> Result<(Arc<SrsEntry>, bool)> {
-        let path = synthetic_params_file(&self.dir, shape, log_size);
+        let path = synthetic_params_file(self.dir(), shape, log_size);
         self.get_or_load(&shape.srs_id(log_size), || {
             if !path.exists() {
                 generate_synthetic(shape, log_size, &path, Engine::from_env())?;
@@ -228,18 +283,45 @@ pub fn write_params_atomic(params: &Parameters<Bls12>, path: &Path) -> Result<()
     Ok(())
 }
 
-/// Read a parameter file (points are trusted: files are ours or checked by their digest).
+/// Read a parameter file (points are trusted: files are ours or checked by their digest),
+/// in parallel (read.rs).
 pub fn read_params(path: &Path) -> Result<Parameters<Bls12>> {
-    let file = File::open(path).map_err(|e| {
-        Error::Params(format!(
-            "parameter file {} cannot be opened: {e}",
-            path.display()
-        ))
-    })?;
-    Parameters::read(BufReader::with_capacity(1 << 20, file), false).map_err(|e| {
-        Error::Params(format!(
-            "parameter file {} is unreadable: {e}",
-            path.display()
-        ))
-    })
+    read_parameter_file(path).map_err(|e| Error::Params(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinds::synthetic::SyntheticCircuit;
+
+    #[test]
+    fn a_handle_that_does_not_wait_reports_sets_not_resident_and_status_counts_holders() {
+        let dir = tempfile::tempdir().unwrap();
+        let srs = SrsCache::new(dir.path());
+        let id = SyntheticCircuit::srs_id(6);
+        let quick = srs.without_waiting();
+        match quick.synthetic(6) {
+            Err(Error::ParamsNotResident(named)) => assert_eq!(named, id),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("nothing is loaded yet"),
+        }
+        assert!(srs.status().is_empty(), "looking up loads nothing");
+        let held = srs.synthetic(6).unwrap();
+        let found = quick.synthetic(6).unwrap();
+        assert!(Arc::ptr_eq(&held, &found), "the handles share the sets");
+        let status = srs.status();
+        assert_eq!(status.len(), 1);
+        assert_eq!(
+            (status[0].circuit_id.as_str(), status[0].ref_count),
+            (id.as_str(), 2)
+        );
+        drop((held, found));
+        assert_eq!(srs.status()[0].ref_count, 0);
+        assert!(srs.evict(&id).is_some());
+        assert!(srs.resident(&id).is_none());
+        assert!(matches!(
+            quick.synthetic(6),
+            Err(Error::ParamsNotResident(_))
+        ));
+    }
 }
