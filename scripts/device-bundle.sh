@@ -13,10 +13,11 @@ bins=("$@")
 export NVCC=${NVCC:-$PWD/.tools/cuda/nvidia/cu13/bin/nvcc} CUZK_CUDA_ARCHS=${CUZK_CUDA_ARCHS:-90}
 stage=$(mktemp -d)
 mkdir -p "$stage/bin"
-cargo build --release -j2 --workspace --bins
+cargo build --release -j2 --workspace $(printf -- '--bin %s ' "${bins[@]}")
 for b in "${bins[@]}"; do cp "target/release/$b" "$stage/bin/"; done
 if [[ ${#tests[@]} -gt 0 ]]; then
-    cargo test --release -j2 --workspace --no-run --message-format=json 2>/dev/null |
+    cargo test --release -j2 --workspace --no-run --message-format=json \
+        $(printf -- '--test %s ' "${tests[@]}") 2>/dev/null |
         python3 -c '
 import json, sys
 want = set(sys.argv[1:])

@@ -9,8 +9,9 @@
 #   scripts/device-scale.sh small LOG    # generate + prove a 10-partition set at 2^LOG (J=1,2)
 #   scripts/device-scale.sh gen LOG      # generate the 2^LOG set (GPU), time it; load benchmark
 #   scripts/device-scale.sh prove LOG    # the 10-partition bench on an existing set, J=1 and J=2
+#   scripts/device-scale.sh all LOG      # gen, then prove with J=1,2 in one sweep (one call)
 set -uo pipefail
-phase=${1:?phase: check | small LOG | gen LOG | prove LOG}
+phase=${1:?phase: check | small LOG | gen LOG | prove LOG | all LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -39,9 +40,11 @@ sample_memory() {
     done >"$OUT/memory-$1.txt" 2>&1 &
     echo $!
 }
-bench() { # name J count
-    "$B/cuzk-client" bench --spawn -c "$3" -j "$2" --warmup 1 --kind synthetic --shape porep \
-        --log-size "$log" --partitions 10 --param-dir "$P" --log "$OUT/daemon-$1.log" \
+bench() { # name J count [flags]
+    local name=$1 j=$2 c=$3
+    shift 3
+    "$B/cuzk-client" bench --spawn -c "$c" -j "$j" "$@" --kind synthetic --shape porep \
+        --log-size "$log" --partitions 10 --param-dir "$P" --log "$OUT/daemon-$name.log" \
         --daemon-arg=--backend=cuda --daemon-arg=--param-dir="$P" --daemon-arg=--synthesis-workers=2
 }
 
@@ -58,8 +61,8 @@ check)
 small)
     step "gen-2^$log" 300 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
     m=$(sample_memory "small-$log")
-    step "bench-2^$log-j1" 240 bench "j1-$log" 1 2
-    step "bench-2^$log-j2" 240 bench "j2-$log" 2 4
+    step "bench-2^$log-j1" 240 bench "j1-$log" 1 2 --warmup 1
+    step "bench-2^$log-j2" 240 bench "j2-$log" 2 4 --warmup 1
     kill "$m"
     cat "$OUT/gen-2^$log.log" | tail -12
     grep -h -A3 "^J " "$OUT/bench-2^$log-j1.log" "$OUT/bench-2^$log-j2.log"
@@ -72,10 +75,22 @@ gen)
     ls -la "$P"
     tail -15 "$OUT/gen-2^$log.log"
     ;;
+all)
+    df -h "$W" | tail -1
+    [[ -x $B/cuda_paramgen ]] && step cuda_paramgen 90 "$B/cuda_paramgen" --test-threads=1
+    m=$(sample_memory "all-$log")
+    step "gen-2^$log" 330 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
+    tail -12 "$OUT/gen-2^$log.log"
+    ls -la "$P"
+    step "bench-2^$log" 300 bench "bench-$log" 1,2 2 --warmup 0
+    kill "$m"
+    grep -h -B2 -A4 "^J " "$OUT/bench-2^$log.log"
+    grep -h -E "SRS_LOAD|NTT_END|MSM_END|SYNTH_END" "$OUT/daemon-bench-$log.log" | head -30
+    ;;
 prove)
     m=$(sample_memory "prove-$log")
-    step "bench-2^$log-j1" 330 bench "j1-$log" 1 2
-    step "bench-2^$log-j2" 250 bench "j2-$log" 2 2
+    step "bench-2^$log-j1" 330 bench "j1-$log" 1 2 --warmup 1
+    step "bench-2^$log-j2" 250 bench "j2-$log" 2 2 --warmup 1
     kill "$m"
     grep -h -A3 "^J " "$OUT/bench-2^$log-j1.log" "$OUT/bench-2^$log-j2.log"
     grep -h -E "MSM_END|NTT_END|SRS_LOAD" "$OUT/daemon-j1-$log.log" | head -12

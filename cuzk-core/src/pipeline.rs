@@ -16,7 +16,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 
@@ -317,6 +317,7 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
         device.add_busy(elapsed);
         device.set_current(None);
         if let Ok((_, timings)) = &r {
+            let ms = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1e3);
             tl.emit(
                 "NTT_END",
                 &job.id,
@@ -332,7 +333,13 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
                 &[
                     ("partition", &index),
                     ("device", &dev),
-                    ("ms", &format!("{:.1}", timings.msm.as_secs_f64() * 1e3)),
+                    ("ms", &ms(timings.msm)),
+                    // Each MSM, so that a large partition's step reads without a profiler.
+                    ("h", &ms(timings.msms.h)),
+                    ("l", &ms(timings.msms.l)),
+                    ("a", &ms(timings.msms.a)),
+                    ("b_g1", &ms(timings.msms.b_g1)),
+                    ("b_g2", &ms(timings.msms.b_g2)),
                 ],
             );
         }
