@@ -83,15 +83,23 @@ impl Rows<'_> {
     }
 }
 
-/// Terms a chunk could not add into its own range, per matrix: (column, value).
-#[derive(Default)]
-struct Spill([Vec<(usize, Scalar)>; 3]);
+/// Terms a chunk could not add into its own range, per matrix: (column, value), and the
+/// length at which each list is merged next.
+struct Spill([Vec<(usize, Scalar)>; 3], [usize; 3]);
 
 impl Spill {
+    fn new() -> Self {
+        Spill(Default::default(), [SPILL_MERGE; 3])
+    }
+
     fn push(&mut self, m: usize, col: usize, v: Scalar) {
         self.0[m].push((col, v));
-        if self.0[m].len() >= SPILL_MERGE {
+        if self.0[m].len() >= self.1[m] {
             merge(&mut self.0[m]);
+            // A list of distinct columns (one row over every variable: the synthetic
+            // circuit's sum) does not shrink: merge again only once it has doubled, so the
+            // merging stays linear in the terms.
+            self.1[m] = SPILL_MERGE.max(2 * self.0[m].len());
         }
     }
 }
@@ -173,7 +181,7 @@ pub(crate) fn qap_columns_in_chunks(
         .enumerate()
         .map(|(ci, mut own)| {
             let lo = bounds[ci];
-            let mut spill = Spill::default();
+            let mut spill = Spill::new();
             for i in range(ci) {
                 let l = lagrange[i];
                 rows.row(i, &mut |m, col, coeff| {
@@ -315,6 +323,20 @@ mod tests {
         }
         let got = qap_columns(&src, &lagrange).unwrap();
         assert_eq!([got.a, got.b, got.c], want);
+    }
+
+    /// One row over every variable, far from its chunk: the spill list grows past the
+    /// merge size with nothing to merge, and must stay cheap and right.
+    #[test]
+    fn a_row_over_every_variable_spills_in_linear_time() {
+        let n = 3 * SPILL_MERGE;
+        let mut src = RandomRows::new(n, 2, 5);
+        src.rows[n - 1] = (0..n)
+            .map(|j| (Matrix::C, Index::Aux(j), Scalar::ONE))
+            .collect();
+        let lagrange: Vec<Scalar> = (0..n as u64 + 2).map(Scalar::from).collect();
+        let got = qap_columns_in_chunks(&src, &lagrange, n / 4).unwrap();
+        assert_eq!([got.a, got.b, got.c], naive(&src, &lagrange));
     }
 
     #[test]
