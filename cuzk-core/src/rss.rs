@@ -63,7 +63,9 @@ mod tests {
             "{before:?} then {during:?}"
         );
         drop(std::hint::black_box(block));
+        // The block is gone, its peak is not. (Not `>= during`: the kernel's RSS counters are
+        // per-CPU approximations, and a reading of VmHWM can come out a few pages lower.)
         let after = process_memory().unwrap();
-        assert!(after.peak_rss_bytes >= during.peak_rss_bytes);
+        assert!(after.peak_rss_bytes >= 64 << 20, "{during:?} then {after:?}");
     }
 }
