@@ -1,8 +1,8 @@
 //! cuzk's engine: everything but transport and command line.
 //!
 //! The way of a job: `job` (what it is) -> `engine` (admission; `jobs` the table and request
-//! ids) -> `gate` (priority order, each partition's room reserved before synthesis: `budget`)
-//! -> `pipeline` (its stages in order: `synth` circuit -> a/b/c + assignments; `gpu` device
+//! ids) -> `gate` (priority order, each partition's room reserved before synthesis: `budget`,
+//! its bytes from `footprint`) -> `pipeline` (its stages in order: `synth` circuit -> a/b/c + assignments; `gpu` device
 //! and `prove` H polynomial and MSMs through a `backend`; `finalize` assemble, self-verify)
 //! -> results in `record`, awaited through `engine`.
 pub mod backend;
