@@ -147,7 +147,10 @@ mod tests {
         let cuda = partition_peak_bytes(&shape, HostCopies::Cuda);
         let cpu = partition_peak_bytes(&shape, HostCopies::Cpu);
         // On CUDA the NTT phase is the synthesized vectors, unpadded.
-        assert!(cuda <= vectors && cuda > vectors - (8 << 30), "{cuda} {vectors}");
+        assert!(
+            cuda <= vectors && cuda > vectors - (8 << 30),
+            "{cuda} {vectors}"
+        );
         // On the CPU the twiddles of three transforms come on top: 1.5 n scalars, 6 GiB.
         assert_eq!(
             cpu,

@@ -36,7 +36,8 @@ mod tests {
 
     #[test]
     fn status_lines_parsed() {
-        let text = "Name:\tcuzk-daemon\nVmPeak:\t 9000 kB\nVmHWM:\t    5120 kB\nVmRSS:\t    4096 kB\n";
+        let text =
+            "Name:\tcuzk-daemon\nVmPeak:\t 9000 kB\nVmHWM:\t    5120 kB\nVmRSS:\t    4096 kB\n";
         assert_eq!(
             parse_status(text),
             Some(ProcessMemory {
@@ -66,6 +67,9 @@ mod tests {
         // The block is gone, its peak is not. (Not `>= during`: the kernel's RSS counters are
         // per-CPU approximations, and a reading of VmHWM can come out a few pages lower.)
         let after = process_memory().unwrap();
-        assert!(after.peak_rss_bytes >= 64 << 20, "{during:?} then {after:?}");
+        assert!(
+            after.peak_rss_bytes >= 64 << 20,
+            "{during:?} then {after:?}"
+        );
     }
 }

@@ -147,7 +147,10 @@ async fn high_water_of_two_partition_jobs(budget: u64, jobs: u64) -> HighWater {
     }
     let memory = engine.status().memory;
     assert_eq!(memory.budget_bytes, budget);
-    assert_eq!(memory.reserved_bytes, 0, "every partition's memory given back");
+    assert_eq!(
+        memory.reserved_bytes, 0,
+        "every partition's memory given back"
+    );
     memory.reserved_peak
 }
 

@@ -127,7 +127,10 @@ async fn metrics_endpoint_and_status_describe_finished_and_cancelled_jobs() {
     // the daemon's resident set (Linux).
     let budget = sample(&body, "cuzk_memory_budget_bytes");
     let reserved_peak = sample(&body, "cuzk_memory_reserved_peak_bytes");
-    assert!(budget > 0.0 && reserved_peak > 0.0, "{budget} {reserved_peak}");
+    assert!(
+        budget > 0.0 && reserved_peak > 0.0,
+        "{budget} {reserved_peak}"
+    );
     assert_eq!(sample(&body, "cuzk_memory_reserved_bytes"), 0.0);
     if cfg!(target_os = "linux") {
         let rss = sample(&body, "cuzk_process_resident_bytes");

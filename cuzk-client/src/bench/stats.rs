@@ -474,7 +474,11 @@ TIMELINE,1100,JOB_FAILED,p3,error=bad vanilla proof
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with("J  done  failed  wall s"));
-        assert!(lines[1].ends_with("50.0%          1.50           4.00"), "{}", lines[1]);
+        assert!(
+            lines[1].ends_with("50.0%          1.50           4.00"),
+            "{}",
+            lines[1]
+        );
         assert_eq!(lines[0].len(), lines[1].len(), "columns align");
 
         let back: Vec<SweepRow> = serde_json::from_str(&render_json(&rows)).unwrap();
