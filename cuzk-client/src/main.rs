@@ -429,9 +429,12 @@ fn print_status(s: &pb::GetStatusResponse, json: bool) {
             "completed": s.total_proofs_completed,
             "failed": s.total_proofs_failed,
             "cancelled": s.total_proofs_cancelled,
+            "rss_bytes": s.rss_bytes,
+            "peak_rss_bytes": s.peak_rss_bytes,
             "gpus": s.gpus.iter().map(|g| serde_json::json!({
                 "ordinal": g.ordinal, "name": g.name, "vram_total": g.vram_total_bytes,
-                "vram_free": g.vram_free_bytes, "current_job": g.current_job_id, "current_kind": g.current_proof_kind,
+                "vram_free": g.vram_free_bytes, "vram_peak": g.vram_peak_bytes,
+                "current_job": g.current_job_id, "current_kind": g.current_proof_kind,
             })).collect::<Vec<_>>(),
             "srs": s.loaded_srs.iter().map(|x| serde_json::json!({
                 "circuit_id": x.circuit_id, "size_bytes": x.size_bytes, "ref_count": x.ref_count,
@@ -451,13 +454,23 @@ fn print_status(s: &pb::GetStatusResponse, json: bool) {
         s.total_proofs_failed,
         s.total_proofs_cancelled
     );
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    // 0: the daemon's OS does not report it.
+    if s.peak_rss_bytes > 0 {
+        println!(
+            "memory  rss {:.2} GiB  peak {:.2} GiB",
+            gib(s.rss_bytes),
+            gib(s.peak_rss_bytes)
+        );
+    }
     for g in &s.gpus {
         println!(
-            "gpu {} {}  vram {:.1}/{:.1} GiB free  {}",
+            "gpu {} {}  vram {:.1}/{:.1} GiB free  peak {:.1} GiB in use  {}",
             g.ordinal,
             g.name,
-            g.vram_free_bytes as f64 / (1u64 << 30) as f64,
-            g.vram_total_bytes as f64 / (1u64 << 30) as f64,
+            gib(g.vram_free_bytes),
+            gib(g.vram_total_bytes),
+            gib(g.vram_peak_bytes),
             if g.current_job_id.is_empty() {
                 "idle".to_string()
             } else {

@@ -1,12 +1,14 @@
 //! What the partitions ahead of a device may hold: pipeline slots (partitions in synthesis or
-//! synthesized and waiting for a device) and memory (a synthesized partition holds a, b, c and
-//! the assignments until a device has proven it, about 13 GB for a 32 GiB PoRep partition).
-//! Both are reserved before synthesis starts (see gate.rs), so a worker never finishes a
-//! partition it has no room for.
+//! synthesized and waiting for a device) and memory (a partition holds a, b, c and the
+//! assignments until a device has proven it, ~17 GB for a 32 GiB PoRep partition, and the
+//! device step's host copies on top: footprint.rs). Both are reserved before synthesis starts
+//! (see gate.rs), so a worker never finishes a partition it has no room for.
 //!
 //! A share of each is kept for urgent work (HIGH and CRITICAL: WindowPoSt, WinningPoSt): NORMAL
 //! and LOW partitions may not take it, so a PoSt arriving behind a full pipeline of sealing
 //! work finds room at once instead of waiting for sealing partitions to drain.
+
+use std::path::Path;
 
 use crate::job::Priority;
 
@@ -51,10 +53,50 @@ impl Budget {
     }
 }
 
-/// The default memory budget: half of the machine's physical memory (the rest is for the
-/// parameters, which are larger than one partition, and for synthesis itself).
-pub fn default_budget_bytes() -> u64 {
-    physical_memory().map_or(8 << 30, |m| m / 2)
+/// The memory the default budget leaves to everything it does not count: the OS, the page
+/// cache of the parameter files and journal, the recorded matrices (~55 bytes a constraint,
+/// ~7 GB for the 32 GiB PoRep shape), synthesis' own transients, allocator slack, each CUDA
+/// device's pinned staging (64 MiB): an eighth of the machine, at least 8 GiB.
+pub fn os_reserve(mem_total: u64) -> u64 {
+    (mem_total / 8).max(8 << 30)
+}
+
+/// The default memory budget on a machine of `mem_total` bytes whose largest parameter set
+/// is `resident_params` bytes (resident once loaded: 47 GB for 32 GiB PoRep): what is left
+/// after the OS reserve and that set, at most half of the machine (the budget's model is a
+/// bound per partition, not a measurement: half leaves a margin for what it misses) and at
+/// least an eighth (a smaller machine still proves small kinds side by side; a partition
+/// larger than the budget is admitted alone). On 128 GiB with the 32 GiB PoRep set: 64 GiB,
+/// leaving 64 for 16 of reserve and 44 of parameters.
+pub fn default_budget(mem_total: u64, resident_params: u64) -> u64 {
+    mem_total
+        .saturating_sub(os_reserve(mem_total))
+        .saturating_sub(resident_params)
+        .clamp(mem_total / 8, mem_total / 2)
+}
+
+/// [`default_budget`] for this machine and the parameter files in `param_dir`; 8 GiB where
+/// the machine's memory is unknown.
+pub fn default_budget_bytes(param_dir: &Path) -> u64 {
+    physical_memory().map_or(8 << 30, |m| {
+        default_budget(m, largest_parameter_file(param_dir))
+    })
+}
+
+/// The size of the largest `*.params` file in `dir` (0 when none or unreadable): the set a
+/// daemon keeps resident once a job of its kind has run. Parameters are stored uncompressed,
+/// so the file's size is close to what the loaded set takes.
+pub fn largest_parameter_file(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "params"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .max()
+        .unwrap_or(0)
 }
 
 /// The default urgent share: an eighth of the budget. On a 512 GiB machine (256 GiB budget)
@@ -129,5 +171,36 @@ mod tests {
         assert_eq!(parse_mem_total("nothing"), None);
         assert!(physical_memory().unwrap_or(1) > 0);
         assert_eq!(default_urgent_bytes(800), 100);
+    }
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn default_budget_leaves_the_os_and_the_parameters_room() {
+        // 128 GiB, the 32 GiB PoRep parameters (47 GB) resident: half, and what is left
+        // covers the reserve and the parameters.
+        let params = 47_000_000_000;
+        let b = default_budget(128 * GIB, params);
+        assert_eq!(b, 64 * GIB);
+        assert!(128 * GIB - b >= os_reserve(128 * GIB) + params);
+        // 96 GiB: the parameters, not the half, decide.
+        let b = default_budget(96 * GIB, params);
+        assert_eq!(b, 96 * GIB - 12 * GIB - params);
+        // Small parameters: half of the machine, as before.
+        assert_eq!(default_budget(32 * GIB, 1 << 20), 16 * GIB);
+        // A machine too small for its parameters still gets an eighth.
+        assert_eq!(default_budget(32 * GIB, params), 4 * GIB);
+    }
+
+    #[test]
+    fn the_largest_parameter_file_is_found() {
+        let dir = std::env::temp_dir().join(format!("cuzk-budget-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.params"), [0u8; 10]).unwrap();
+        std::fs::write(dir.join("b.params"), [0u8; 30]).unwrap();
+        std::fs::write(dir.join("c.vk"), [0u8; 99]).unwrap();
+        assert_eq!(largest_parameter_file(&dir), 30);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(largest_parameter_file(&dir), 0);
     }
 }

@@ -47,7 +47,9 @@ pub struct EngineConfig {
     /// holds a/b/c and the assignments in memory). Urgent partitions may use as many again.
     pub max_synthesized_partitions: usize,
     /// Bytes that partitions in synthesis, waiting for a device or on one may hold together
-    /// (reserved before synthesis); 0: half of the machine's memory.
+    /// (reserved before synthesis, the device step's host copies included: footprint.rs); 0:
+    /// budget::default_budget (RAM less a reserve and the largest parameter file, at most
+    /// half of RAM).
     pub synthesized_memory_bytes: u64,
     /// Of those bytes, the share only HIGH and CRITICAL partitions may use; unset: an eighth.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 
 use crate::budget::{default_budget_bytes, default_urgent_bytes, Budget};
 use crate::config::EngineConfig;
-use crate::gate::{Lane, SynthesisGate};
+use crate::gate::{HighWater, Lane, SynthesisGate};
 use crate::gpu::{cpu_fallback, open_devices, Device};
 use crate::job::{Error, JobId, JobState, Priority, ProofKind, Result, SubmitRequest};
 use crate::jobs::{payload_digest, Archived, Found, Jobs, Resubmit};
@@ -21,6 +21,7 @@ use crate::metrics::Metrics;
 use crate::pipeline::{self, PartitionWork, ProvenWork, SynthesizedWork};
 use crate::queue::PriorityQueue;
 use crate::record::{Job, JobOutcome};
+use crate::rss::{process_memory, ProcessMemory};
 use crate::srs::{SrsCache, SrsStatus};
 use crate::timeline::Timeline;
 
@@ -90,6 +91,8 @@ pub struct DeviceStatus {
     pub name: String,
     pub vram_total: u64,
     pub vram_free: u64,
+    /// The most device memory in use at the end of a device step since start (0: none yet).
+    pub vram_peak: u64,
     pub current_job: Option<(JobId, ProofKind)>,
     pub busy_seconds: f64,
 }
@@ -104,6 +107,19 @@ pub struct EngineStatus {
     pub failed: u64,
     pub cancelled: u64,
     pub uptime: Duration,
+    pub memory: MemoryStatus,
+}
+
+/// Host memory: what the budget allows, what partitions reserve, and what the process holds.
+#[derive(Clone, Debug)]
+pub struct MemoryStatus {
+    pub budget_bytes: u64,
+    /// Reserved now by partitions in synthesis, waiting for a device or on one.
+    pub reserved_bytes: u64,
+    /// The reservations' high-water mark since start.
+    pub reserved_peak: HighWater,
+    /// The process's resident memory (None off Linux).
+    pub process: Option<ProcessMemory>,
 }
 
 /// The handle the transport holds.
@@ -134,7 +150,7 @@ impl Engine {
         };
         let devices = open_devices(&config)?;
         let memory_limit = match config.synthesized_memory_bytes {
-            0 => default_budget_bytes(),
+            0 => default_budget_bytes(&config.param_dir),
             n => n,
         };
         let budget = Budget {
@@ -385,6 +401,7 @@ impl Engine {
                     name: info.map_or_else(|| d.backend.name(), |g| g.name.clone()),
                     vram_total: info.map_or(0, |g| g.total_mem as u64),
                     vram_free: info.map_or(0, |g| g.free_mem as u64),
+                    vram_peak: d.vram_peak(),
                     current_job: d.current(),
                     busy_seconds: d.busy_seconds(),
                 }
@@ -406,6 +423,12 @@ impl Engine {
             failed,
             cancelled,
             uptime: s.started.elapsed(),
+            memory: MemoryStatus {
+                budget_bytes: s.gate.budget().bytes,
+                reserved_bytes: s.gate.usage().bytes,
+                reserved_peak: s.gate.high_water(),
+                process: process_memory(),
+            },
         }
     }
 

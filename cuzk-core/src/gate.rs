@@ -53,7 +53,27 @@ pub struct SynthesisGate<T> {
 struct State<T> {
     pending: BinaryHeap<Entry<T>>,
     used: Usage,
+    /// Tickets alive: partitions holding memory.
+    holders: usize,
+    peak: HighWater,
     closed: bool,
+}
+
+/// The most the reservations have held at once since the gate opened: the figure to compare
+/// with the budget (only a partition admitted alone, larger than the budget, or one grown
+/// past its bound after synthesis, takes it over).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HighWater {
+    pub bytes: u64,
+    /// Partitions holding memory at once.
+    pub partitions: usize,
+}
+
+impl<T> State<T> {
+    fn note_peak(&mut self) {
+        self.peak.bytes = self.peak.bytes.max(self.used.bytes);
+        self.peak.partitions = self.peak.partitions.max(self.holders);
+    }
 }
 
 /// The room one partition holds: its slot until a device takes it, its bytes until it is
@@ -66,7 +86,8 @@ pub struct Ticket {
 
 /// The gate as a ticket sees it (tickets do not carry the gate's item type).
 trait Room: Send + Sync {
-    fn release(&self, slots: usize, bytes: u64);
+    /// `ended`: the ticket is gone (its partition holds nothing any more).
+    fn release(&self, slots: usize, bytes: u64, ended: bool);
     fn grow(&self, bytes: u64);
 }
 
@@ -76,6 +97,8 @@ impl<T: Send + 'static> SynthesisGate<T> {
             state: Mutex::new(State {
                 pending: BinaryHeap::new(),
                 used: Usage::default(),
+                holders: 0,
+                peak: HighWater::default(),
                 closed: false,
             }),
             changed: Condvar::new(),
@@ -89,6 +112,10 @@ impl<T: Send + 'static> SynthesisGate<T> {
 
     pub fn usage(&self) -> Usage {
         self.state.lock().used
+    }
+
+    pub fn high_water(&self) -> HighWater {
+        self.state.lock().peak
     }
 
     /// Queue items (admission bounds their number). False, and nothing queued, once closed.
@@ -143,6 +170,8 @@ impl<T: Send + 'static> SynthesisGate<T> {
                             let e = st.pending.pop().expect("peeked");
                             st.used.slots += 1;
                             st.used.bytes += bytes;
+                            st.holders += 1;
+                            st.note_peak();
                             let ticket = Ticket {
                                 gate: self.clone(),
                                 slot: true,
@@ -202,15 +231,18 @@ impl<T: Send + 'static> SynthesisGate<T> {
 }
 
 impl<T: Send + 'static> Room for SynthesisGate<T> {
-    fn release(&self, slots: usize, bytes: u64) {
+    fn release(&self, slots: usize, bytes: u64, ended: bool) {
         let mut st = self.state.lock();
         st.used.slots -= slots;
         st.used.bytes -= bytes;
+        st.holders -= usize::from(ended);
         self.changed.notify_all();
     }
 
     fn grow(&self, bytes: u64) {
-        self.state.lock().used.bytes += bytes;
+        let mut st = self.state.lock();
+        st.used.bytes += bytes;
+        st.note_peak();
     }
 }
 
@@ -219,7 +251,7 @@ impl Ticket {
     /// held until the device step is done.
     pub fn leave_slot(&mut self) {
         if std::mem::take(&mut self.slot) {
-            self.gate.release(1, 0);
+            self.gate.release(1, 0, false);
         }
     }
 
@@ -228,7 +260,7 @@ impl Ticket {
     /// on a finished partition (the bound is meant to make this rare).
     pub fn resize(&mut self, bytes: u64) {
         if bytes < self.bytes {
-            self.gate.release(0, self.bytes - bytes);
+            self.gate.release(0, self.bytes - bytes, false);
         } else if bytes > self.bytes {
             self.gate.grow(bytes - self.bytes);
         }
@@ -242,7 +274,7 @@ impl Ticket {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        self.gate.release(usize::from(self.slot), self.bytes);
+        self.gate.release(usize::from(self.slot), self.bytes, true);
     }
 }
 
@@ -375,6 +407,46 @@ mod tests {
         drop(t);
         drop(tb);
         assert_eq!(g.usage(), Usage::default());
+        // The high-water mark: a's 60 alone, then a's 40 beside b's 60.
+        assert_eq!(
+            g.high_water(),
+            HighWater {
+                bytes: 100,
+                partitions: 2
+            }
+        );
+    }
+
+    #[test]
+    fn high_water_stays_within_the_budget_when_two_do_not_fit() {
+        // Room for one partition of 60 and a half: the second waits for the first to end.
+        let g = gate(4, 0, 90, 0);
+        g.push_all([(Priority::Normal, 1, "a"), (Priority::Normal, 2, "b")]);
+        let (_, mut ta) = admitted(g.take(Lane::Any, |_| Some(60)));
+        let waiter = {
+            let g = g.clone();
+            std::thread::spawn(move || admitted(g.take(Lane::Any, |_| Some(60))))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "60 + 60 > 90: b waits");
+        // Its slot freed (on a device) is not enough: its memory is held to the step's end.
+        ta.leave_slot();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "a's memory is still held");
+        drop(ta);
+        let (b, tb) = waiter.join().unwrap();
+        assert_eq!((b, tb.bytes()), ("b", 60));
+        assert_eq!(
+            g.high_water(),
+            HighWater {
+                bytes: 60,
+                partitions: 1
+            }
+        );
+        // Growing past the bound after synthesis is the one way over (recorded as such).
+        let mut tb = tb;
+        tb.resize(95);
+        assert_eq!(g.high_water().bytes, 95);
     }
 
     #[test]

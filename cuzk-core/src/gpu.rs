@@ -22,6 +22,8 @@ pub struct Device {
     lock: Mutex<()>,
     current: Mutex<Option<(JobId, ProofKind)>>,
     busy_ns: AtomicU64,
+    /// The most device memory in use read after any device step (0: none read, or no device).
+    vram_peak: AtomicU64,
 }
 
 impl Device {
@@ -33,6 +35,7 @@ impl Device {
             lock: Mutex::new(()),
             current: Mutex::new(None),
             busy_ns: AtomicU64::new(0),
+            vram_peak: AtomicU64::new(0),
         }
     }
 
@@ -56,6 +59,21 @@ impl Device {
 
     pub fn busy_seconds(&self) -> f64 {
         self.busy_ns.load(Ordering::Relaxed) as f64 / 1e9
+    }
+
+    /// Read the device's memory high-water mark into `vram_peak`. Called at the end of each
+    /// device step, under the device's lock: the kernels' reading holds the step's peak (the
+    /// NTT's four domain-sized vectors, an MSM's working set) even after the step freed it.
+    pub fn sample_memory(&self) {
+        if let Some(bytes) = self.backend.device_memory_high_water() {
+            self.vram_peak.fetch_max(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// The most device memory in use at a device step's end so far (all processes on the
+    /// device, as the driver counts it); 0 before the first step or without a device.
+    pub fn vram_peak(&self) -> u64 {
+        self.vram_peak.load(Ordering::Relaxed)
     }
 }
 

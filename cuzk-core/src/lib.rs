@@ -1,8 +1,8 @@
 //! cuzk's engine: everything but transport and command line.
 //!
 //! The way of a job: `job` (what it is) -> `engine` (admission; `jobs` the table and request
-//! ids) -> `gate` (priority order, each partition's room reserved before synthesis: `budget`)
-//! -> `pipeline` (its stages in order: `synth` circuit -> a/b/c + assignments; `gpu` device
+//! ids) -> `gate` (priority order, each partition's room reserved before synthesis: `budget`,
+//! its bytes from `footprint`) -> `pipeline` (its stages in order: `synth` circuit -> a/b/c + assignments; `gpu` device
 //! and `prove` H polynomial and MSMs through a `backend`; `finalize` assemble, self-verify)
 //! -> results in `record`, awaited through `engine`. A job whose parameter set is not
 //! resident waits for it in `loading`, off the synthesis workers.
@@ -11,6 +11,7 @@ pub mod budget;
 pub mod config;
 pub mod engine;
 pub mod finalize;
+pub mod footprint;
 pub mod gate;
 pub mod gpu;
 pub mod job;
@@ -26,6 +27,7 @@ pub mod pipeline;
 pub mod prove;
 pub mod queue;
 pub mod record;
+pub mod rss;
 pub mod srs;
 pub mod synth;
 pub mod test_hooks;

@@ -1,6 +1,7 @@
 //! Prometheus metrics through prometheus-client: jobs by kind and outcome, job and
 //! per-partition phase durations, and values refreshed from the engine's status at each
-//! scrape (queue depth, device busy time and memory, parameter memory, uptime). GetMetrics
+//! scrape (queue depth, device busy time and memory, parameter memory, the daemon's resident
+//! memory and the memory budget, uptime). GetMetrics
 //! and the daemon's HTTP `/metrics` both render this one registry.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -82,6 +83,12 @@ pub struct Metrics {
     device_busy: Family<DeviceLabel, Counter<f64, AtomicU64>>,
     device_memory_total: Family<DeviceLabel, Gauge>,
     device_memory_used: Family<DeviceLabel, Gauge>,
+    device_memory_peak: Family<DeviceLabel, Gauge>,
+    process_resident: Gauge,
+    process_resident_peak: Gauge,
+    memory_budget: Gauge,
+    memory_reserved: Gauge,
+    memory_reserved_peak: Gauge,
     srs_bytes: Family<SrsLabel, Gauge>,
     srs_bytes_all: Gauge,
     uptime: Gauge,
@@ -115,6 +122,12 @@ impl Metrics {
             device_busy: Family::default(),
             device_memory_total: Family::default(),
             device_memory_used: Family::default(),
+            device_memory_peak: Family::default(),
+            process_resident: Gauge::default(),
+            process_resident_peak: Gauge::default(),
+            memory_budget: Gauge::default(),
+            memory_reserved: Gauge::default(),
+            memory_reserved_peak: Gauge::default(),
             srs_bytes: Family::default(),
             srs_bytes_all: Gauge::default(),
             uptime: Gauge::default(),
@@ -155,6 +168,36 @@ impl Metrics {
                 "device_memory_used_bytes",
                 "GPU memory in use on each CUDA device (all processes)",
                 m.device_memory_used.clone(),
+            );
+            r.register(
+                "device_memory_peak_bytes",
+                "Most GPU memory in use at the end of a device step since start (all processes)",
+                m.device_memory_peak.clone(),
+            );
+            r.register(
+                "process_resident_bytes",
+                "Resident memory of the daemon (VmRSS; Linux only)",
+                m.process_resident.clone(),
+            );
+            r.register(
+                "process_resident_peak_bytes",
+                "Highest resident memory of the daemon since start (VmHWM; Linux only)",
+                m.process_resident_peak.clone(),
+            );
+            r.register(
+                "memory_budget_bytes",
+                "Host memory partitions may reserve together (synthesized_memory_bytes)",
+                m.memory_budget.clone(),
+            );
+            r.register(
+                "memory_reserved_bytes",
+                "Host memory reserved now by partitions in synthesis, queued or on a device",
+                m.memory_reserved.clone(),
+            );
+            r.register(
+                "memory_reserved_peak_bytes",
+                "Most host memory partitions have reserved at once since start",
+                m.memory_reserved_peak.clone(),
             );
             r.register(
                 "srs_resident_bytes",
@@ -260,6 +303,9 @@ impl Metrics {
                 self.device_memory_used
                     .get_or_create(&label)
                     .set(d.vram_total.saturating_sub(d.vram_free) as i64);
+                self.device_memory_peak
+                    .get_or_create(&label)
+                    .set(d.vram_peak as i64);
             }
         }
         // Evicted sets disappear from the exposition rather than linger at their last size.
@@ -274,6 +320,16 @@ impl Metrics {
         self.srs_bytes_all
             .set(status.srs.iter().map(|s| s.size_bytes).sum::<u64>() as i64);
         self.uptime.set(status.uptime.as_secs() as i64);
+        let mem = &status.memory;
+        // Off Linux there is no reading and the two gauges stay at 0.
+        if let Some(p) = mem.process {
+            self.process_resident.set(p.rss_bytes as i64);
+            self.process_resident_peak.set(p.peak_rss_bytes as i64);
+        }
+        self.memory_budget.set(mem.budget_bytes as i64);
+        self.memory_reserved.set(mem.reserved_bytes as i64);
+        self.memory_reserved_peak
+            .set(mem.reserved_peak.bytes as i64);
         let mut out = String::new();
         encode(&mut out, &registry).expect("encoding to a String cannot fail");
         out

@@ -23,6 +23,7 @@ use blstrs::Scalar;
 use crate::backend::BackendError;
 use crate::engine::Shared;
 use crate::finalize::finalize_partition;
+use crate::footprint::{partition_bytes_bound, partition_peak_bytes, HostCopies, PartitionShape};
 use crate::gate::{Lane, Take, Ticket};
 use crate::gpu::Device;
 use crate::job::{Error, JobState, Result};
@@ -99,7 +100,7 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 /// A synthesis worker: takes the most urgent partition whose room is free (gate.rs), with
 /// that room already reserved, so that it never waits holding a finished partition.
 pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
-    while let Some(next) = shared.gate.take(lane, partition_bytes) {
+    while let Some(next) = shared.gate.take(lane, |w| partition_bytes(&shared, w)) {
         let (PartitionWork { job, index, on_cpu }, mut ticket) = match next {
             Take::Admitted(work, ticket) => (work, ticket),
             Take::Prepare(work) => {
@@ -154,7 +155,11 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
         if !job.is_live() {
             continue;
         }
-        ticket.resize(synth.size_bytes() as u64);
+        // Its real shape, on the backends that may prove it (footprint.rs).
+        let shape = PartitionShape::of(&synth);
+        ticket.resize(peak_on_backends(&shared, on_cpu, |copies| {
+            partition_peak_bytes(&shape, copies)
+        }));
         let work = SynthesizedWork {
             job: job.clone(),
             index,
@@ -181,21 +186,28 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
     }
 }
 
-/// The bytes partition `work` will hold once synthesized, bounded from its parameters; None
-/// while they are not loaded (the gate then hands it out to be prepared).
-fn partition_bytes(work: &PartitionWork) -> Option<u64> {
-    work.job
-        .loaded_srs()
-        .map(|srs| synthesized_bytes_bound(&srs.params))
+/// The bytes partition `work` will hold at most, from synthesis to the end of its device step,
+/// bounded from its parameters; None while they are not loaded (the gate then hands it out to
+/// be prepared).
+fn partition_bytes(shared: &Shared, work: &PartitionWork) -> Option<u64> {
+    let srs = work.job.loaded_srs()?;
+    Some(peak_on_backends(shared, work.on_cpu, |copies| {
+        partition_bytes_bound(&srs.params, copies)
+    }))
 }
 
-/// An upper bound of `Synthesized::size_bytes` for a circuit proven under `params`: a, b and c
-/// have at most one entry per point of the evaluation domain (h has one fewer), and the
-/// assignments one per input (the verifying key's ic) and aux variable (l).
-pub fn synthesized_bytes_bound(params: &bellperson::groth16::Parameters<blstrs::Bls12>) -> u64 {
-    let domain = params.h.len() + 1;
-    let variables = params.vk.ic.len() + params.l.len();
-    ((3 * domain + variables) * std::mem::size_of::<Scalar>()) as u64
+/// The largest of `bytes` over the backends that may prove a partition: the CPU fallback for
+/// a retry (`on_cpu`), else any of the engine's devices.
+fn peak_on_backends(shared: &Shared, on_cpu: bool, bytes: impl Fn(HostCopies) -> u64) -> u64 {
+    if on_cpu {
+        return bytes(shared.cpu_fallback.backend.host_copies());
+    }
+    shared
+        .devices
+        .iter()
+        .map(|d| bytes(d.backend.host_copies()))
+        .max()
+        .unwrap_or(0)
 }
 
 pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
@@ -314,6 +326,8 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
             })
         };
         let elapsed = t.elapsed();
+        // The step's high-water point is behind us; the reading keeps it (gpu.rs).
+        device.sample_memory();
         device.add_busy(elapsed);
         device.set_current(None);
         if let Ok((_, timings)) = &r {

@@ -1,6 +1,9 @@
 //! Failure isolation inside the engine: a device fault is retried once on the CPU backend,
-//! a second fault fails only that job, and a memory budget smaller than one partition
-//! still lets every job through (one partition at a time).
+//! a second fault fails only that job, a memory budget smaller than one partition still lets
+//! every job through (one partition at a time), and one too small for two partitions runs
+//! them one at a time without its reservations ever exceeding it.
+
+mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -8,17 +11,13 @@ use std::time::Duration;
 
 use cuzk_core::config::{BackendChoice, EngineConfig};
 use cuzk_core::engine::{Engine, TestHooks};
+use cuzk_core::gate::HighWater;
 use cuzk_core::job::{JobState, ProofKind, SubmitRequest};
 use cuzk_core::kinds::KindRequest;
 
 fn config() -> EngineConfig {
-    let param_dir = std::env::var_os("CUZK_PARAM_CACHE")
-        .map(Into::into)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/cuzk/params")
-        });
     EngineConfig {
-        param_dir,
+        param_dir: common::param_dir(),
         backend: BackendChoice::Cpu,
         synthesis_workers: 1,
         timeline: false,
@@ -115,4 +114,73 @@ async fn a_budget_smaller_than_one_partition_still_proves_everything() {
     for id in &ids {
         assert_eq!(outcome(&engine, id).await.0, JobState::Completed);
     }
+    // Over the budget, but only ever one partition at a time.
+    assert_eq!(engine.status().memory.reserved_peak.partitions, 1);
+}
+
+/// Runs `jobs` two-partition jobs on an engine with `budget` bytes of partition memory, two
+/// synthesis workers and steps slow enough that partitions would overlap where room allows;
+/// returns the reservations' high-water mark.
+async fn high_water_of_two_partition_jobs(budget: u64, jobs: u64) -> HighWater {
+    let hooks = TestHooks {
+        synthesis_delay: Duration::from_millis(150),
+        device_delay: Duration::from_millis(100),
+        ..TestHooks::default()
+    };
+    let engine = Engine::start_with_hooks(
+        EngineConfig {
+            synthesized_memory_bytes: budget,
+            synthesis_workers: 2,
+            ..config()
+        },
+        hooks,
+    )
+    .unwrap();
+    let ids: Vec<String> = (0..jobs)
+        .map(|i| {
+            let id = format!("pair-{budget}-{i}");
+            engine.submit(synthetic(&id, 2, 40 + i)).unwrap().job_id
+        })
+        .collect();
+    for id in &ids {
+        assert_eq!(outcome(&engine, id).await.0, JobState::Completed);
+    }
+    let memory = engine.status().memory;
+    assert_eq!(memory.budget_bytes, budget);
+    assert_eq!(
+        memory.reserved_bytes, 0,
+        "every partition's memory given back"
+    );
+    memory.reserved_peak
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_budget_too_small_for_two_partitions_runs_them_one_at_a_time() {
+    // What one partition reserves (its bound from the parameters, then its real size),
+    // measured on an engine with room to spare.
+    let roomy = Engine::start(config()).unwrap();
+    let id = roomy.submit(synthetic("one", 1, 30)).unwrap().job_id;
+    assert_eq!(outcome(&roomy, &id).await.0, JobState::Completed);
+    let one = roomy.status().memory.reserved_peak;
+    assert_eq!(one.partitions, 1);
+    let partition = one.bytes;
+    assert!(partition > 0);
+    roomy.shutdown();
+
+    // Room for one and a half partitions: two never fit at once.
+    let budget = partition + partition / 2;
+    let peak = high_water_of_two_partition_jobs(budget, 2).await;
+    assert!(
+        peak.bytes <= budget,
+        "reserved {} of a {budget}-byte budget",
+        peak.bytes
+    );
+    assert_eq!(peak.partitions, 1, "one partition at a time");
+    assert_eq!(peak.bytes, partition);
+
+    // The same load with room for three overlaps, so the figures above can see overlap.
+    let budget = 4 * partition;
+    let peak = high_water_of_two_partition_jobs(budget, 2).await;
+    assert!(peak.partitions >= 2, "{peak:?}");
+    assert!(peak.bytes <= budget, "{peak:?}");
 }

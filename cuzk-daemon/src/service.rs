@@ -165,6 +165,7 @@ impl ProvingEngine for ProvingService {
                     .current_job
                     .as_ref()
                     .map_or_else(String::new, |c| c.1.to_string()),
+                vram_peak_bytes: d.vram_peak,
             })
             .collect();
         let loaded_srs = st
@@ -199,6 +200,8 @@ impl ProvingEngine for ProvingService {
             pinned_memory_bytes: 0,
             pinned_memory_limit_bytes: 0,
             backend: st.backend,
+            rss_bytes: st.memory.process.map_or(0, |p| p.rss_bytes),
+            peak_rss_bytes: st.memory.process.map_or(0, |p| p.peak_rss_bytes),
         }))
     }
 

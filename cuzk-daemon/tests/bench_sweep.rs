@@ -293,6 +293,12 @@ async fn sweep_numbers_agree_with_the_timeline() {
         rows.iter().map(|r| r.concurrency).collect::<Vec<_>>(),
         LEVELS
     );
+    // Each level carries the daemon's memory from GetStatus (one reading: peak >= now).
+    if cfg!(target_os = "linux") {
+        assert!(rows
+            .iter()
+            .all(|r| r.rss_bytes.unwrap() > 0 && r.rss_bytes <= r.peak_rss_bytes));
+    }
 
     let text = std::fs::read_to_string(&log).unwrap();
     let parsed = parse_timeline(&text);
@@ -351,6 +357,9 @@ async fn probe_under_load_overtakes_and_reports_both_phases() {
     assert_eq!((report.idle.jobs, report.under_load.jobs), (3, 3));
     assert!(report.idle.p50_s.is_some() && report.under_load.max_s.is_some());
     assert!(report.window_s > 0.0);
+    if cfg!(target_os = "linux") {
+        assert!(report.peak_rss_bytes.unwrap() > 0);
+    }
     assert!(report.probe.contains("critical") && report.load.contains("normal"));
     assert_eq!(report.synth_overtaken_by, [0, 0, 0], "{report:?}");
     assert_eq!(report.device_overtaken_by, [0, 0, 0], "{report:?}");

@@ -123,6 +123,19 @@ async fn metrics_endpoint_and_status_describe_finished_and_cancelled_jobs() {
     assert!(srs > 0.0);
     assert!(sample(&body, "cuzk_srs_resident_bytes_all") >= srs);
     assert!(sample(&body, "cuzk_uptime_seconds") >= 1.0);
+    // Memory: the budget, what partitions reserved at most (the proven one, at least), and
+    // the daemon's resident set (Linux).
+    let budget = sample(&body, "cuzk_memory_budget_bytes");
+    let reserved_peak = sample(&body, "cuzk_memory_reserved_peak_bytes");
+    assert!(
+        budget > 0.0 && reserved_peak > 0.0,
+        "{budget} {reserved_peak}"
+    );
+    assert_eq!(sample(&body, "cuzk_memory_reserved_bytes"), 0.0);
+    if cfg!(target_os = "linux") {
+        let rss = sample(&body, "cuzk_process_resident_bytes");
+        assert!(rss > 0.0 && sample(&body, "cuzk_process_resident_peak_bytes") >= rss);
+    }
     assert!(body.trim_end().ends_with("# EOF"));
 
     // GetMetrics renders the same registry.
@@ -158,6 +171,10 @@ async fn metrics_endpoint_and_status_describe_finished_and_cancelled_jobs() {
         .into_inner();
     assert!(st.uptime_seconds >= 1);
     assert_eq!(st.backend, "cpu");
+    if cfg!(target_os = "linux") {
+        assert!(st.rss_bytes > 0, "the daemon's resident memory is reported");
+        assert!(st.peak_rss_bytes >= st.rss_bytes);
+    }
     assert_eq!(
         (
             st.total_proofs_completed,

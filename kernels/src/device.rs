@@ -169,6 +169,22 @@ impl GpuDevice {
         Ok(driver + reserved.saturating_sub(used) as usize)
     }
 
+    /// The most device memory in use, as the driver counts it (every process's allocations,
+    /// and what this device's memory pool holds idle), that this process can have seen so
+    /// far: what is in use now outside the pool, plus the pool's own high-water mark in place
+    /// of what it holds now. An MSM allocates and frees its working set within one call, so
+    /// a query after the call would miss it; the pool's mark still holds it.
+    pub fn used_mem_high_water(&self) -> Result<usize> {
+        self.ctx.bind_to_thread()?;
+        let (free, total) = self.ctx.mem_get_info()?;
+        let reserved =
+            self.pool_attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?;
+        let reserved_high =
+            self.pool_attribute(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)?;
+        let outside_pool = total.saturating_sub(free).saturating_sub(reserved as usize);
+        Ok(outside_pool + reserved_high.max(reserved) as usize)
+    }
+
     pub fn info(&self) -> Result<GpuInfo> {
         self.ctx.bind_to_thread()?;
         let (free_mem, total_mem) = self.ctx.mem_get_info()?;

@@ -147,7 +147,7 @@ pub async fn run(args: &BenchArgs, addr: &str, json: bool) -> anyhow::Result<Vec
         // Stopped before reading the log, so that every TIMELINE line has been written.
         d.stop().await?;
     }
-    let mut outcomes = sweep?;
+    let (mut outcomes, memory) = sweep?;
 
     let timeline = match &log {
         Some(path) => {
@@ -201,7 +201,10 @@ pub async fn run(args: &BenchArgs, addr: &str, json: bool) -> anyhow::Result<Vec
             }
         }
     }
-    let rows = stats::sweep_rows(&steps, timeline.as_ref());
+    let mut rows = stats::sweep_rows(&steps, timeline.as_ref());
+    for (row, m) in rows.iter_mut().zip(memory) {
+        row.set_memory(m);
+    }
     if json {
         println!("{}", stats::render_json(&rows));
     } else if args.csv {
@@ -242,13 +245,17 @@ fn kind_request(args: &BenchArgs) -> anyhow::Result<KindRequest> {
     Ok(request)
 }
 
-/// Warm-up, then every level in turn; the outcomes of each level in submission order.
+/// Outcomes of each level in submission order, and what the daemon held at its end.
+type Levels = (Vec<(usize, Vec<Outcome>)>, Vec<stats::DaemonMemory>);
+
+/// Warm-up, then every level in turn; after each, the daemon's memory (GetStatus), printed and
+/// kept for the report.
 async fn sweep(
     args: &BenchArgs,
     request: &KindRequest,
     addr: &str,
     connect: &rpc::ConnectOptions,
-) -> anyhow::Result<Vec<(usize, Vec<Outcome>)>> {
+) -> anyhow::Result<Levels> {
     let client = rpc::connect_with(addr, connect).await?;
     let mut seed = 0u64;
     if args.warmup > 0 {
@@ -256,6 +263,7 @@ async fn sweep(
         run_level(&client, request, 1, args.warmup, &mut seed, None).await?;
     }
     let mut levels = Vec::new();
+    let mut memory = Vec::new();
     for &j in &args.concurrency {
         let bar = ProgressBar::new(args.count as u64);
         bar.set_style(
@@ -269,8 +277,40 @@ async fn sweep(
         let outcomes = run_level(&client, request, j, args.count, &mut seed, Some(&bar)).await?;
         bar.finish();
         levels.push((j, outcomes));
+        let m = daemon_memory(&client).await?;
+        eprintln!("J={j}: {}", describe_memory(&m));
+        memory.push(m);
     }
-    Ok(levels)
+    Ok((levels, memory))
+}
+
+/// What the daemon says it holds now (GetStatus).
+pub(crate) async fn daemon_memory(client: &Client) -> anyhow::Result<stats::DaemonMemory> {
+    let status = client
+        .clone()
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .context("GetStatus for the daemon's memory")?
+        .into_inner();
+    Ok(stats::DaemonMemory::from_status(&status))
+}
+
+/// "daemon RSS 3.10 GiB (peak 4.20 GiB); VRAM peak cuda0 12.3 GiB".
+pub(crate) fn describe_memory(m: &stats::DaemonMemory) -> String {
+    let gib = |b: u64| format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64);
+    let rss = match (m.rss_bytes, m.peak_rss_bytes) {
+        (Some(now), Some(peak)) => format!("daemon RSS {} (peak {})", gib(now), gib(peak)),
+        _ => "daemon RSS not reported".to_string(),
+    };
+    if m.vram_peak_bytes.is_empty() {
+        return rss;
+    }
+    let vram: Vec<String> = m
+        .vram_peak_bytes
+        .iter()
+        .map(|(gpu, b)| format!("{gpu} {}", gib(*b)))
+        .collect();
+    format!("{rss}; VRAM peak {}", vram.join(", "))
 }
 
 /// Where a bench run goes: a daemon of its own (`--spawn`, its stderr in the log) or `addr`,

@@ -26,6 +26,7 @@ use cuzk_core::{Priority, ProofKind};
 use serde::Serialize;
 use tokio::task::JoinSet;
 
+use super::stats::DaemonMemory;
 use super::{prove_one, target, BenchArgs, Outcome, Target};
 use crate::filecoin_cmds::ProveInputArgs;
 use crate::rpc::{self, Client};
@@ -75,6 +76,11 @@ pub struct ProbeReport {
     pub device_overtaken_by: Vec<usize>,
     /// The probe window on the daemon's clock (s since engine start), for the waterfall.
     pub daemon_window_s: Option<(f64, f64)>,
+    /// The daemon's resident memory at the end and its peak since it started; per GPU, the
+    /// most device memory in use at a device step's end (GetStatus; None/empty: not reported).
+    pub rss_bytes: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+    pub vram_peak_bytes: std::collections::BTreeMap<String, u64>,
 }
 
 impl ProbeReport {
@@ -318,6 +324,8 @@ struct Measured {
     load: Vec<Outcome>,
     /// Probe window and load-only window end, client's clock (s since `clock`).
     window: (f64, f64, f64),
+    /// The daemon's, once every job has ended.
+    memory: DaemonMemory,
 }
 
 async fn measure(
@@ -381,11 +389,14 @@ async fn measure(
     eprintln!("waiting for the load jobs in flight");
     driver.await.context("the load driver panicked")??;
     let load = std::mem::take(&mut *done.lock().expect("the load's outcomes"));
+    let memory = super::daemon_memory(&client).await?;
+    eprintln!("{}", super::describe_memory(&memory));
     Ok(Measured {
         idle,
         loaded: loaded?,
         load,
         window: (t0, t1, t2),
+        memory,
     })
 }
 
@@ -451,6 +462,9 @@ fn report(load: &Role, probe: &Role, m: &Measured, model: Option<&RunModel>) -> 
         synth_overtaken_by: synth,
         device_overtaken_by: device,
         daemon_window_s,
+        rss_bytes: m.memory.rss_bytes,
+        peak_rss_bytes: m.memory.peak_rss_bytes,
+        vram_peak_bytes: m.memory.vram_peak_bytes.clone(),
     }
 }
 
@@ -541,5 +555,12 @@ pub fn render(r: &ProbeReport) -> String {
             r.synth_overtaken_by.len()
         );
     }
+    let memory = DaemonMemory {
+        rss_bytes: r.rss_bytes,
+        peak_rss_bytes: r.peak_rss_bytes,
+        vram_peak_bytes: r.vram_peak_bytes.clone(),
+    };
+    out += &super::describe_memory(&memory);
+    out.push('\n');
     out
 }

@@ -62,6 +62,55 @@ pub struct SweepRow {
     /// Mean over devices of the fraction of the step's window each held device work.
     pub prove_busy: Option<f64>,
     pub prove_busy_by_device: BTreeMap<String, f64>,
+    /// The daemon's resident memory at the step's end, and its peak since the daemon started
+    /// (GetStatus; None where the daemon's OS does not say). A sweep's levels run in order,
+    /// so a level's peak covers the levels before it too.
+    #[serde(default)]
+    pub rss_bytes: Option<u64>,
+    #[serde(default)]
+    pub peak_rss_bytes: Option<u64>,
+    /// Per GPU ("cuda0"), the most device memory in use at a device step's end since the
+    /// daemon started.
+    #[serde(default)]
+    pub vram_peak_bytes: BTreeMap<String, u64>,
+}
+
+/// What GetStatus says the daemon holds, read at the end of a step.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DaemonMemory {
+    pub rss_bytes: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+    pub vram_peak_bytes: BTreeMap<String, u64>,
+}
+
+impl DaemonMemory {
+    /// The wire's 0 means "not reported" (no /proc, no device step yet).
+    pub fn from_status(s: &cuzk_proto::v1::GetStatusResponse) -> Self {
+        let known = |b: u64| (b > 0).then_some(b);
+        DaemonMemory {
+            rss_bytes: known(s.rss_bytes),
+            peak_rss_bytes: known(s.peak_rss_bytes),
+            vram_peak_bytes: s
+                .gpus
+                .iter()
+                .filter(|g| g.vram_peak_bytes > 0)
+                .map(|g| (format!("cuda{}", g.ordinal), g.vram_peak_bytes))
+                .collect(),
+        }
+    }
+}
+
+impl SweepRow {
+    pub fn set_memory(&mut self, m: DaemonMemory) {
+        self.rss_bytes = m.rss_bytes;
+        self.peak_rss_bytes = m.peak_rss_bytes;
+        self.vram_peak_bytes = m.vram_peak_bytes;
+    }
+
+    /// The largest of the GPUs' peaks (the table's and CSV's one column).
+    pub fn vram_peak_max(&self) -> Option<u64> {
+        self.vram_peak_bytes.values().copied().max()
+    }
 }
 
 /// Fills in what the client's records lack from the TIMELINE: queue wait (JOB_QUEUED to the
@@ -143,6 +192,9 @@ pub fn sweep_row(step: &SweepStep, timeline: Option<&RunModel>) -> SweepRow {
         mean_prove_ms: mean(done.iter().flat_map(|r| r.prove_ms.clone()).collect()),
         prove_busy: busy.as_ref().map(|(mean, _)| *mean),
         prove_busy_by_device: busy.map(|(_, by_device)| by_device).unwrap_or_default(),
+        rss_bytes: None,
+        peak_rss_bytes: None,
+        vram_peak_bytes: BTreeMap::new(),
     }
 }
 
@@ -209,6 +261,10 @@ fn percent(value: Option<f64>) -> String {
     value.map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0))
 }
 
+fn gib(bytes: Option<u64>) -> String {
+    opt(bytes.map(|b| b as f64 / (1u64 << 30) as f64), 2)
+}
+
 /// Aligned text table, one row per concurrency level.
 pub fn render_table(rows: &[SweepRow]) -> String {
     let headers = [
@@ -225,6 +281,8 @@ pub fn render_table(rows: &[SweepRow]) -> String {
         "synth ms/part",
         "prove ms/part",
         "prove busy",
+        "peak RSS GiB",
+        "peak VRAM GiB",
     ];
     let cells: Vec<Vec<String>> = rows
         .iter()
@@ -243,6 +301,8 @@ pub fn render_table(rows: &[SweepRow]) -> String {
                 opt(r.mean_synth_ms, 1),
                 opt(r.mean_prove_ms, 1),
                 percent(r.prove_busy),
+                gib(r.peak_rss_bytes),
+                gib(r.vram_peak_max()),
             ]
         })
         .collect();
@@ -254,12 +314,15 @@ pub fn render_json(rows: &[SweepRow]) -> String {
 }
 
 const CSV_HEADER: &str = "concurrency,completed,failed,wall_s,s_per_proof,proofs_per_hour,\
-latency_p50_s,latency_p95_s,latency_max_s,mean_queue_wait_ms,mean_synth_ms,mean_prove_ms,prove_busy";
+latency_p50_s,latency_p95_s,latency_max_s,mean_queue_wait_ms,mean_synth_ms,mean_prove_ms,prove_busy,\
+rss_bytes,peak_rss_bytes,vram_peak_bytes";
 
 /// CSV with the JSON field names as header; an unknown value is an empty field. Per-device
-/// busy fractions are left to the JSON, where a map fits.
+/// busy fractions are left to the JSON, where a map fits; `vram_peak_bytes` is the largest
+/// GPU's (the JSON has each).
 pub fn render_csv(rows: &[SweepRow]) -> String {
     let field = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+    let bytes = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
     let mut out = String::from(CSV_HEADER);
     out.push('\n');
     for r in rows {
@@ -277,6 +340,9 @@ pub fn render_csv(rows: &[SweepRow]) -> String {
             field(r.mean_synth_ms),
             field(r.mean_prove_ms),
             field(r.prove_busy),
+            bytes(r.rss_bytes),
+            bytes(r.peak_rss_bytes),
+            bytes(r.vram_peak_max()),
         ];
         out.push_str(&cells.join(","));
         out.push('\n');
@@ -375,12 +441,11 @@ TIMELINE,1100,JOB_FAILED,p3,error=bad vanilla proof
         let (step, _) = step();
         let row = sweep_row(&step, None);
         assert_eq!(row.prove_busy, None);
-        assert!(render_table(std::slice::from_ref(&row))
-            .lines()
-            .nth(1)
-            .unwrap()
-            .ends_with(" -"));
-        assert!(render_csv(&[row]).lines().nth(1).unwrap().ends_with(','));
+        let table = render_table(std::slice::from_ref(&row));
+        let cells: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+        // prove busy, peak RSS and peak VRAM: all unknown here.
+        assert_eq!(cells[cells.len() - 3..], ["-", "-", "-"]);
+        assert!(render_csv(&[row]).lines().nth(1).unwrap().ends_with(",,,,"));
     }
 
     #[test]
@@ -399,18 +464,36 @@ TIMELINE,1100,JOB_FAILED,p3,error=bad vanilla proof
     #[test]
     fn renders_table_json_and_csv() {
         let (step, model) = step();
-        let rows = sweep_rows(std::slice::from_ref(&step), Some(&model));
+        let mut rows = sweep_rows(std::slice::from_ref(&step), Some(&model));
+        rows[0].set_memory(DaemonMemory {
+            rss_bytes: Some(1 << 30),
+            peak_rss_bytes: Some(3 << 29),
+            vram_peak_bytes: [("cuda0".into(), 1 << 31), ("cuda1".into(), 1 << 32)].into(),
+        });
         let table = render_table(&rows);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with("J  done  failed  wall s"));
-        assert!(lines[1].ends_with("50.0%"), "{}", lines[1]);
+        assert!(
+            lines[1].ends_with("50.0%          1.50           4.00"),
+            "{}",
+            lines[1]
+        );
         assert_eq!(lines[0].len(), lines[1].len(), "columns align");
 
         let back: Vec<SweepRow> = serde_json::from_str(&render_json(&rows)).unwrap();
         assert_eq!(back.len(), 1);
         assert_eq!((back[0].completed, back[0].failed), (2, 1));
         assert_eq!(back[0].prove_busy_by_device["cuda0"], 0.5);
+        assert_eq!(back[0].peak_rss_bytes, Some(3 << 29));
+        assert_eq!(back[0].vram_peak_bytes["cuda1"], 1 << 32);
+        // Reports written before these fields existed still read.
+        let old = r#"[{"concurrency":1,"completed":1,"failed":0,"wall_s":1.0,"s_per_proof":1.0,
+            "proofs_per_hour":3600.0,"latency_p50_s":null,"latency_p95_s":null,"latency_max_s":null,
+            "mean_queue_wait_ms":null,"mean_synth_ms":null,"mean_prove_ms":null,"prove_busy":null,
+            "prove_busy_by_device":{}}]"#;
+        let old: Vec<SweepRow> = serde_json::from_str(old).unwrap();
+        assert_eq!(old[0].peak_rss_bytes, None);
 
         let csv = render_csv(&rows);
         let mut csv_lines = csv.lines();
@@ -419,6 +502,14 @@ TIMELINE,1100,JOB_FAILED,p3,error=bad vanilla proof
         assert_eq!(header.len(), values.len());
         assert_eq!(header[0], "concurrency");
         assert_eq!(values[..3], ["2", "2", "1"]);
-        assert_eq!(values[header.len() - 1], "0.5");
+        assert_eq!(values[header.len() - 4], "0.5");
+        assert_eq!(
+            values[header.len() - 3..],
+            [
+                (1u64 << 30).to_string(),
+                (3u64 << 29).to_string(),
+                (1u64 << 32).to_string()
+            ]
+        );
     }
 }

@@ -7,6 +7,7 @@ use group::Group;
 use rayon::prelude::*;
 
 use super::{ntt, Backend, BackendError, G1Bases, G2Bases};
+use crate::footprint::HostCopies;
 
 /// Scalars are < r < 2^255.
 const SCALAR_BITS: usize = 255;
@@ -23,6 +24,10 @@ impl CpuBackend {
 impl Backend for CpuBackend {
     fn name(&self) -> String {
         "cpu".into()
+    }
+
+    fn host_copies(&self) -> HostCopies {
+        HostCopies::Cpu
     }
 
     fn h_polynomial(

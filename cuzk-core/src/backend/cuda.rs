@@ -9,6 +9,7 @@ use cuzk_kernels::{DeviceScalars, GpuDevice, GpuError, Limbs};
 use ff::Field;
 
 use super::{Backend, BackendError, G1Bases, G2Bases, ScalarVec};
+use crate::footprint::HostCopies;
 use crate::synth::Density;
 
 /// The kernels crate, for callers (benchmarks, tools) that drive the device directly.
@@ -99,6 +100,14 @@ fn map_error(e: GpuError) -> BackendError {
 impl Backend for CudaBackend {
     fn name(&self) -> String {
         format!("cuda:{} ({})", self.dev.ordinal(), self.dev.name())
+    }
+
+    fn host_copies(&self) -> HostCopies {
+        HostCopies::Cuda
+    }
+
+    fn device_memory_high_water(&self) -> Option<u64> {
+        self.dev.used_mem_high_water().ok().map(|b| b as u64)
     }
 
     fn h_polynomial(

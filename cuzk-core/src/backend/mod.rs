@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
+use crate::footprint::HostCopies;
 use crate::synth::Density;
 
 pub mod cpu;
@@ -93,6 +94,16 @@ fn no_device() -> BackendError {
 pub trait Backend: Send + Sync {
     /// A short human name: "cpu", "cuda:0 (NVIDIA H200)".
     fn name(&self) -> String;
+
+    /// Which host copies this backend's device step makes beside the synthesized vectors,
+    /// for the memory the engine reserves per partition (footprint.rs).
+    fn host_copies(&self) -> HostCopies;
+
+    /// The most device memory in use so far, read after each device step (GetStatus'
+    /// `vram_peak_bytes`); None where the backend has no device.
+    fn device_memory_high_water(&self) -> Option<u64> {
+        None
+    }
 
     /// The coefficients of h(x) = (a(x) b(x) - c(x)) / z(x), given the evaluations of a, b, c
     /// over the smallest power-of-two domain that holds them (zero padded). Returns `n - 1`

@@ -1,0 +1,184 @@
+//! What one partition holds in host memory from the start of its synthesis to the end of its
+//! device step: the bytes the engine reserves for it before synthesis (gate.rs) and trims to
+//! once it is synthesized. At 32 GiB PoRep (2^27 constraints) a/b/c and the assignments are
+//! ~17 GB; the device step's own host copies come on top, and on the CPU backend they are
+//! another ~6 GB, so a bound of the synthesized vectors alone let the budget be overrun by a
+//! third on every partition proven there.
+//!
+//! The bound is the largest of the step's phases, each counted from what prove.rs and the
+//! backends allocate (audited against backend/cpu.rs, backend/ntt.rs, backend/cuda.rs and the
+//! kernels crate). Not counted per partition: the parameters (resident once per set), the
+//! recorded matrices (once per shape), the CUDA backend's pinned staging (two 32 MiB buffers
+//! per device, allocated once and kept) and blst's Pippenger buckets (a few MB per thread):
+//! the budget's fixed reserve is for those (budget.rs).
+
+use bellperson::groth16::Parameters;
+use blstrs::{Bls12, Scalar};
+
+use crate::synth::Synthesized;
+
+const SCALAR: u64 = std::mem::size_of::<Scalar>() as u64;
+
+/// The sizes that decide a partition's memory, in scalars: from its parameters (an upper
+/// bound, known before synthesis) or from the synthesized partition (its real size).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionShape {
+    /// Constraints, input constraints included (the length of a, b and c).
+    pub constraints: usize,
+    /// The evaluation domain: the power of two the H polynomial is computed over.
+    pub domain: usize,
+    /// Public inputs, the leading one included.
+    pub inputs: usize,
+    pub aux: usize,
+    /// Aux variables in the A query, and inputs and aux variables in the B query.
+    pub a_aux: usize,
+    pub b_inputs: usize,
+    pub b_aux: usize,
+}
+
+impl PartitionShape {
+    /// The largest partition `params` can prove: the key has one H point per domain point
+    /// but one, one L point per aux variable, one IC point per input; A and B hold points
+    /// only for the variables they use.
+    pub fn from_params(params: &Parameters<Bls12>) -> Self {
+        let domain = params.h.len() + 1;
+        let inputs = params.vk.ic.len();
+        let aux = params.l.len();
+        PartitionShape {
+            constraints: domain,
+            domain,
+            inputs,
+            aux,
+            a_aux: params.a.len().saturating_sub(inputs).min(aux),
+            b_inputs: inputs.min(params.b_g1.len()),
+            b_aux: aux.min(params.b_g1.len()),
+        }
+    }
+
+    pub fn of(synth: &Synthesized) -> Self {
+        PartitionShape {
+            constraints: synth.a.len(),
+            domain: synth.a.len().max(1).next_power_of_two(),
+            inputs: synth.input.len(),
+            aux: synth.aux.len(),
+            a_aux: synth.a_aux_density.total(),
+            b_inputs: synth.b_input_density.total(),
+            b_aux: synth.b_aux_density.total(),
+        }
+    }
+}
+
+/// Which host copies a backend's device step makes (each backend says which it is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostCopies {
+    /// The CPU backend: the NTTs, density selections and MSM scalar encodings on the host.
+    Cpu,
+    /// The CUDA backend: a/b/c, aux and H go to the device; only B's input selection and a
+    /// select's rank table stay on the host.
+    Cuda,
+}
+
+/// The most host memory one partition of `shape` holds at once, from synthesis to the end of
+/// its device step on a backend making `copies`.
+pub fn partition_peak_bytes(shape: &PartitionShape, copies: HostCopies) -> u64 {
+    let s = |scalars: usize| scalars as u64 * SCALAR;
+    let n = shape.domain;
+    // Held the whole step: the assignments (prove.rs reads them for every MSM) and the copy
+    // of the public inputs the pipeline keeps for finalize.
+    let held = s(shape.inputs + shape.aux) + s(shape.inputs);
+    let phases = match copies {
+        HostCopies::Cpu => [
+            // H: a, b and c zero-padded to the domain in place (ntt.rs), and the twiddle
+            // table (n/2 scalars) of each of the three transforms rayon runs at once. The
+            // synthesis before it holds a, b, c at their unpadded length: less.
+            s(3 * n) + s(3 * (n / 2)),
+            // H MSM: h (n - 1 coefficients) and blst's little-endian copy of its scalars
+            // (cpu.rs scalar_bytes, 32 bytes a scalar).
+            s(2 * n),
+            // L MSM: aux in place, its scalar encoding.
+            s(shape.aux),
+            // A: the aux selection, and the encoding of the larger of it and the inputs.
+            s(shape.a_aux + shape.a_aux.max(shape.inputs)),
+            // B (G1, then G2 from the same selections): the input and aux selections, and
+            // the encoding of the larger.
+            s(shape.b_inputs + shape.b_aux + shape.b_aux.max(shape.b_inputs)),
+        ],
+        HostCopies::Cuda => [
+            // H: a, b, c as synthesized, until the upload (through the device's pinned
+            // staging) has taken them; padding, transforms and h are on the device.
+            s(3 * shape.constraints),
+            // The MSMs: aux is uploaded once and selected on the device. On the host: B's
+            // input selection, and the rank table of a selection (one u32 per 64 variables).
+            s(shape.b_inputs) + shape.aux.div_ceil(64) as u64 * 4,
+            0,
+            0,
+            0,
+        ],
+    };
+    held + phases.into_iter().max().unwrap_or(0)
+}
+
+/// The bound reserved before synthesis for a partition proven under `params`.
+pub fn partition_bytes_bound(params: &Parameters<Bls12>, copies: HostCopies) -> u64 {
+    partition_peak_bytes(&PartitionShape::from_params(params), copies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 32 GiB PoRep partition, roughly: 2^27 constraints, ~130M aux variables.
+    fn porep_32g() -> PartitionShape {
+        PartitionShape {
+            constraints: 130_278_869,
+            domain: 1 << 27,
+            inputs: 329,
+            aux: 130_000_000,
+            a_aux: 110_000_000,
+            b_inputs: 1,
+            b_aux: 60_000_000,
+        }
+    }
+
+    #[test]
+    fn cpu_copies_cost_more_than_cuda_and_more_than_the_vectors() {
+        let shape = porep_32g();
+        let vectors = (3 * shape.domain + shape.inputs + shape.aux) as u64 * SCALAR;
+        let cuda = partition_peak_bytes(&shape, HostCopies::Cuda);
+        let cpu = partition_peak_bytes(&shape, HostCopies::Cpu);
+        // On CUDA the NTT phase is the synthesized vectors, unpadded.
+        assert!(
+            cuda <= vectors && cuda > vectors - (8 << 30),
+            "{cuda} {vectors}"
+        );
+        // On the CPU the twiddles of three transforms come on top: 1.5 n scalars, 6 GiB.
+        assert_eq!(
+            cpu,
+            vectors + (3 * (shape.domain / 2) + shape.inputs) as u64 * SCALAR
+        );
+        assert!(cpu - vectors >= 6 << 30);
+    }
+
+    #[test]
+    fn later_phases_can_dominate_small_domains() {
+        // Many aux variables over a small domain: the A phase is the peak on the CPU.
+        let shape = PartitionShape {
+            constraints: 4,
+            domain: 4,
+            inputs: 2,
+            aux: 100,
+            a_aux: 100,
+            b_inputs: 1,
+            b_aux: 10,
+        };
+        let held = (2 + 100 + 2) as u64 * SCALAR;
+        assert_eq!(
+            partition_peak_bytes(&shape, HostCopies::Cpu),
+            held + 200 * SCALAR
+        );
+        assert_eq!(
+            partition_peak_bytes(&shape, HostCopies::Cuda),
+            held + 12 * SCALAR
+        );
+    }
+}
