@@ -70,15 +70,18 @@ impl Plan {
                     sets: nwin.div_ceil(f.copies),
                 }
             }
-            _ => {
-                let c = window_bits(n);
-                Plan {
-                    c,
-                    nwin: windows(c),
-                    fold: 1,
-                    sets: windows(c),
-                }
-            }
+            _ => Plan::plain(n),
+        }
+    }
+
+    /// Unfolded bases: one set of buckets per window.
+    pub(super) fn plain(n: usize) -> Plan {
+        let c = window_bits(n);
+        Plan {
+            c,
+            nwin: windows(c),
+            fold: 1,
+            sets: windows(c),
         }
     }
 
