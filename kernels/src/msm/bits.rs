@@ -101,7 +101,7 @@ pub(super) fn try_split<G: MsmGroup>(
             Scalars::Host(h) => sample_host(h),
             Scalars::Device(d) => sample_device(dev, &bk, d.device_ptr(), n)?,
         };
-        if !pays(bases, n, ones, others) {
+        if !pays(Plan::new(bases, n), n, ones, others) {
             return Ok(Outcome::Pippenger(None));
         }
     }
@@ -208,42 +208,94 @@ fn scale(count: u64, n: usize, k: usize) -> u64 {
     count * n as u64 / k.max(1) as u64
 }
 
-/// Per sorted entry of Pippenger (its count, partition and place, and its bucket addition),
-/// in mixed additions: at G1 2^24 partition and place took 16.3 ms beside 88.6 ms of bucket
-/// additions, and the count ~15 ms more where no upload hides it. On bits, where every entry
-/// lands in one bucket, the real cost per entry is higher: this errs against the split.
+/// The estimate below is in mixed additions at full throughput (G1: ~0.44 ns each at 2^24
+/// on the H200, G2 ~3x that; the terms scale alike in both groups).
+///
+/// Per sorted entry of Pippenger (its count, partition and place, and its bucket addition):
+/// at G1 2^24 (uniform) partition and place took 16.3 ms beside 88.6 ms of bucket
+/// additions, and the count ~15 ms more where no upload hides it.
 const ENTRY_COST: f64 = 1.3;
+/// The same for a scalar one, whose entries all go to one bucket: their place pass (an
+/// atomic each on that bucket's counter) took about as long as their additions on the real
+/// PoRep partition (1.0 against 0.96 ms for L's 1.8M entries).
+const ONE_ENTRY_COST: f64 = 2.0;
+/// Per kernel launch in a chain of dependent ones, or per synchronisation with the host:
+/// ~18 us (G1; the tail of a small launch and the gap to the next). A Pippenger run ends in
+/// dozens of them (the join's levels, the reduction's levels and each level's sums of acc),
+/// whatever its size, which is what dominated the bit-heavy MSMs measured (NOTES.md "MSM on
+/// real witnesses": 2.7M scalars, ~1 ms of bucket additions in a 12.5 ms MSM).
+const LAUNCH_COST: f64 = 40_000.0;
 /// Per scalar, the split's own passes (classification and compaction read ~70 bytes, a few
 /// hundredths of an addition at the device's bandwidth; rounded well up).
 const PASS_COST: f64 = 0.1;
 /// Per other scalar: its scalar and base gathered (one random read of a point).
 const GATHER_COST: f64 = 0.2;
-/// Partial sums of the batch addition, about one per resident thread; each costs a full
-/// addition (~2 mixed) in the tree that joins them.
+/// Partial sums of the batch addition, about one per resident thread (132 SMs x 2 blocks
+/// of 128 in G1), joined by a tree of sum_level launches.
 const PARTIALS: u64 = 1 << 15;
+/// Host synchronisations of a Pippenger run (the entry count, the result) and of the split
+/// (the sample, the two totals, the ones' sum).
+const PIPPENGER_SYNCS: u32 = 2;
+const SPLIT_SYNCS: u32 = 4;
+/// Upper bound on the join's input (its heads, one per accumulation segment: two waves).
+const JOIN_SEGMENTS: u64 = 1 << 16;
 
-/// Pippenger's work, in mixed additions, for `ones` scalars equal to one (one digit each) and
-/// `others` full-width ones (a digit per window), with `plan`'s buckets to reduce.
-fn pippenger_cost(plan: Plan, ones: u64, others: u64) -> f64 {
-    let entries = ones as f64 + others as f64 * plan.nwin as f64;
-    entries * ENTRY_COST + plan.buckets() as f64 * REDUCE_COST as f64
+/// Levels of 4-to-1 reduction for `len` points.
+fn levels(len: u64) -> u32 {
+    let mut l = 0;
+    let mut left = len;
+    while left > 1 {
+        left = left.div_ceil(REDUCE_L as u64);
+        l += 1;
+    }
+    l
 }
 
-/// Whether the split is estimated cheaper than Pippenger over all n scalars. The split pays
-/// a pass over every scalar, one addition per one, and Pippenger over the others with plain
-/// bases; it saves the ones' sort and, mostly, the reduction over buckets sized for n (what
-/// dominated the bit-heavy MSMs measured, NOTES.md "MSM on real witnesses"). Against folded
-/// bases it loses their fewer windows, so the others must be a smaller share to pay: about
-/// a third at 2^24 folded, a half with plain bases (estimates; `gpu_msm --bits-split`
-/// measures them).
-pub(super) fn pays<G: MsmGroup>(bases: &Bases<'_, G>, n: usize, ones: u64, others: u64) -> bool {
-    let whole = pippenger_cost(Plan::new(bases, n), ones, others);
-    let mut split = n as f64 * PASS_COST + ones as f64 + 2.0 * ones.min(PARTIALS) as f64;
+/// Pippenger's work for `ones` scalars equal to one (one digit each) and `others`
+/// full-width ones (a digit per window): sorted entries, buckets reduced, and the chain of
+/// launches at its end (the join's levels; per reduction level, its own launch and the
+/// levels that sum its acc).
+fn pippenger_cost(plan: Plan, ones: u64, others: u64) -> f64 {
+    let entries = ones + others * plan.nwin as u64;
+    // The planners' own weights per bucket (window_bits, plan_fold), so that the estimate
+    // agrees with the plan they chose for n.
+    let bucket_cost = if plan.fold > 1 {
+        REDUCE_COST
+    } else {
+        PLAIN_BUCKET_COST
+    };
+    let lv = levels(1 << (plan.c - 1));
+    let launches = levels(entries.min(JOIN_SEGMENTS)) + lv * (lv + 1) / 2 + PIPPENGER_SYNCS;
+    ones as f64 * ONE_ENTRY_COST
+        + (others * plan.nwin as u64) as f64 * ENTRY_COST
+        + plan.buckets() as f64 * bucket_cost as f64
+        + launches as f64 * LAUNCH_COST
+}
+
+/// Whether the split is estimated cheaper than Pippenger (`whole`: its plan for the
+/// vector's bases) over all n scalars. The split pays a pass over every scalar, one addition
+/// per one, a tree over the partial sums and Pippenger over the others with plain bases; it
+/// saves the ones' sort, the chain of launches at the end of a Pippenger run sized for n,
+/// and it sizes the others' window for their own count. Against folded bases it gives up
+/// their fewer windows for the others, so these must be a smaller share to pay. Where the
+/// estimate starts to split, for vectors of half zeros, half ones and a share of full-width
+/// others (the test below prints them): with plain bases up to 34-38% others at 2^20-2^22
+/// and 55% at 2^24-2^27 (11% at 2^16, where fixed costs dominate both ways); with folded
+/// bases 15-23%. Filecoin's PoRep and SnapDeals aux vectors (1.6-4.6% others) split, the
+/// PoSt ones (99% full-width) do not. `gpu_msm --bits-split` measures the real crossover.
+pub(super) fn pays(whole: Plan, n: usize, ones: u64, others: u64) -> bool {
+    let before = pippenger_cost(whole, ones, others);
+    let mut split = n as f64 * PASS_COST + ones as f64 + SPLIT_SYNCS as f64 * LAUNCH_COST;
+    if ones > 0 {
+        // Partial sums joined in a tree: one full addition (~2 mixed) each, a launch a level.
+        let partials = ones.min(PARTIALS);
+        split += 2.0 * partials as f64 + levels(partials) as f64 * LAUNCH_COST;
+    }
     if others > 0 {
         split +=
             others as f64 * GATHER_COST + pippenger_cost(Plan::plain(others as usize), 0, others);
     }
-    split < whole
+    split < before
 }
 
 // ---------------------------------------------------------------------------------------
@@ -381,7 +433,7 @@ fn split<G: MsmGroup>(
     if ones == 0 && others == 0 {
         return Ok(Outcome::Done(G::identity()));
     }
-    if mode == BitsSplit::Auto && !pays(bases, n, ones, others) {
+    if mode == BitsSplit::Auto && !pays(Plan::new(bases, n), n, ones, others) {
         return Ok(Outcome::Pippenger(uploaded));
     }
 
@@ -549,5 +601,62 @@ impl<G: MsmGroup> Lists<G> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The largest share of others (the rest half zeros, half ones) at which the split is
+    /// estimated to pay, in steps of 1%.
+    fn threshold(plan: Plan, n: usize) -> f64 {
+        (0..=100)
+            .map(|p| p as f64 / 100.0)
+            .filter(|&s| {
+                let others = (n as f64 * s) as u64;
+                let ones = (n as u64 - others) / 2;
+                pays(plan, n, ones, others)
+            })
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn split_pays_on_witnesses_not_on_uniform_scalars() {
+        for log in [16u32, 20, 22, 24, 26, 27] {
+            let n = 1usize << log;
+            let plain = Plan::plain(n);
+            let mut plans = vec![("plain", plain)];
+            if let Some(f) = plan_fold::<G1>(n, usize::MAX) {
+                plans.push(("folded", Plan::folded(f)));
+            }
+            for (what, plan) in plans {
+                let t = threshold(plan, n);
+                println!(
+                    "2^{log} {what} (c={}): split up to {:.0}% others",
+                    plan.c,
+                    t * 100.0
+                );
+                // PoRep and SnapDeals aux vectors (1.6% others, B's 4.6%) split ...
+                for (zeros, ones, others) in [(0.512, 0.471, 0.016), (0.478, 0.476, 0.046)] {
+                    let f = |x: f64| (n as f64 * x) as u64;
+                    let _ = zeros;
+                    assert!(pays(plan, n, f(ones), f(others)), "2^{log} {what}");
+                }
+                // ... uniform and PoSt-like (99% wide) vectors do not.
+                assert!(!pays(plan, n, 0, n as u64), "2^{log} {what} uniform");
+                assert!(!pays(plan, n, n as u64 / 200, n as u64 * 99 / 100));
+                // All bits always split.
+                assert!(pays(plan, n, n as u64 / 2, 0), "2^{log} {what} bits");
+            }
+        }
+    }
+
+    #[test]
+    fn levels_count_four_to_one_steps() {
+        assert_eq!(levels(1), 0);
+        assert_eq!(levels(4), 1);
+        assert_eq!(levels(5), 2);
+        assert_eq!(levels(1 << 19), 10);
     }
 }

@@ -61,16 +61,19 @@ pub(super) struct Plan {
 impl Plan {
     pub(super) fn new<G: MsmGroup>(bases: &Bases<'_, G>, n: usize) -> Plan {
         match bases {
-            Bases::Device(DeviceBases { fold: Some(f), .. }) => {
-                let nwin = windows(f.c);
-                Plan {
-                    c: f.c,
-                    nwin,
-                    fold: f.copies,
-                    sets: nwin.div_ceil(f.copies),
-                }
-            }
+            Bases::Device(DeviceBases { fold: Some(f), .. }) => Plan::folded(*f),
             _ => Plan::plain(n),
+        }
+    }
+
+    /// Folded bases: `copies` windows per set of buckets.
+    pub(super) fn folded(f: Fold) -> Plan {
+        let nwin = windows(f.c);
+        Plan {
+            c: f.c,
+            nwin,
+            fold: f.copies,
+            sets: nwin.div_ceil(f.copies),
         }
     }
 
@@ -90,6 +93,10 @@ impl Plan {
     }
 }
 
+/// A bucket's share of the reduction with plain bases, in mixed additions, as
+/// [`window_bits`] weighs it.
+pub(super) const PLAIN_BUCKET_COST: u64 = 4;
+
 /// The window width for n points: fewest bucket additions (n per window) plus the
 /// reduction's (about two full additions, each worth ~2 mixed ones, per bucket). Override
 /// with CUZK_MSM_WINDOW for tuning.
@@ -104,7 +111,7 @@ pub fn window_bits(n: usize) -> u32 {
     (2..=21u32)
         .min_by_key(|&c| {
             let w = windows(c) as u64;
-            w * n as u64 + w * 4 * (1u64 << (c - 1))
+            w * n as u64 + w * PLAIN_BUCKET_COST * (1u64 << (c - 1))
         })
         .unwrap()
 }
