@@ -152,11 +152,7 @@ fn check_all<G: Group2>(dev: &GpuDevice, what: &str, points: &[G::Affine], s: &[
             ("device scalars", Scalars::Device(&on_dev)),
         ] {
             for split in [BitsSplit::Always, BitsSplit::Auto, BitsSplit::Off] {
-                let b = match bases {
-                    Bases::Host(p) => Bases::Host(p),
-                    Bases::Device(d) => Bases::Device(d),
-                };
-                let got = msm::msm_with_split::<G>(dev, b, sc, split).unwrap();
+                let got = msm::msm_with_split::<G>(dev, bases, sc, split).unwrap();
                 assert_eq!(
                     got.to_affine(),
                     want,

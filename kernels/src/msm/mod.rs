@@ -139,6 +139,15 @@ pub enum Bases<'a, G: MsmGroup> {
     Device(&'a DeviceBases<G>),
 }
 
+// By hand: a derive would ask G itself to be Copy; the variants are references.
+impl<G: MsmGroup> Clone for Bases<'_, G> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<G: MsmGroup> Copy for Bases<'_, G> {}
+
 impl<G: MsmGroup> Bases<'_, G> {
     fn len(&self) -> usize {
         match self {
