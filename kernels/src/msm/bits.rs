@@ -456,7 +456,7 @@ fn split<G: MsmGroup>(
     if need + MEMORY_MARGIN > dev.free_mem()? {
         return Ok(Outcome::Pippenger(uploaded));
     }
-    let lists = Lists::<G> {
+    let mut lists = Lists::<G> {
         ones_idx: unsafe { stream.alloc::<u32>(ones.max(1) as usize) }?,
         others_scalars: DeviceScalars::alloc(dev, others as usize)?,
         others_points: DeviceScalars::alloc(dev, others as usize * G::AFFINE_U64 / 4)?,
@@ -464,7 +464,6 @@ fn split<G: MsmGroup>(
         threads,
         _group: PhantomData,
     };
-    let mut lists = lists;
     match bases {
         Bases::Device(d) => lists.piece(stream, bk, &ranked, sc, 0, n, d.buf.device_ptr())?,
         Bases::Host(p) => {
