@@ -27,7 +27,8 @@ status=0
 step() {
     local name=$1 limit=$2; shift 2
     local t0=$SECONDS
-    timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+    # Through bash so that a step may be a function of this script (exported below).
+    timeout "$limit" bash -c '"$@"' _ "$@" >"$OUT/$name.log" 2>&1
     local rc=$?
     printf '%-24s rc=%d %4ds\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$OUT/summary.txt"
     [[ $rc == 0 ]] || status=1
@@ -48,6 +49,9 @@ bench() { # name J count [flags]
         --daemon-arg=--backend=cuda --daemon-arg=--param-dir="$P" --daemon-arg=--synthesis-workers=2
 }
 
+export -f bench
+export B P OUT log
+
 case $phase in
 check)
     nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
@@ -59,40 +63,40 @@ check)
     grep -h -E "^test |test result|panicked" "$OUT"/cuda_*.log | tail -30
     ;;
 small)
-    step "gen-2^$log" 300 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
+    step "gen-2p$log" 300 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
     m=$(sample_memory "small-$log")
-    step "bench-2^$log-j1" 240 bench "j1-$log" 1 2 --warmup 1
-    step "bench-2^$log-j2" 240 bench "j2-$log" 2 4 --warmup 1
+    step "bench-2p$log-j1" 240 bench "j1-$log" 1 2 --warmup 1
+    step "bench-2p$log-j2" 240 bench "j2-$log" 2 4 --warmup 1
     kill "$m"
-    cat "$OUT/gen-2^$log.log" | tail -12
-    grep -h -A3 "^J " "$OUT/bench-2^$log-j1.log" "$OUT/bench-2^$log-j2.log"
+    cat "$OUT/gen-2p$log.log" | tail -12
+    grep -h -A3 "^J " "$OUT/bench-2p$log-j1.log" "$OUT/bench-2p$log-j2.log"
     ;;
 gen)
     df -h "$W" | tail -1
     m=$(sample_memory "gen-$log")
-    step "gen-2^$log" 560 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
+    step "gen-2p$log" 560 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
     kill "$m"
     ls -la "$P"
-    tail -15 "$OUT/gen-2^$log.log"
+    tail -15 "$OUT/gen-2p$log.log"
     ;;
 all)
     df -h "$W" | tail -1
     [[ -x $B/cuda_paramgen ]] && step cuda_paramgen 90 "$B/cuda_paramgen" --test-threads=1
     m=$(sample_memory "all-$log")
-    step "gen-2^$log" 330 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
-    tail -12 "$OUT/gen-2^$log.log"
+    step "gen-2p$log" 330 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
+    tail -12 "$OUT/gen-2p$log.log"
     ls -la "$P"
-    step "bench-2^$log" 300 bench "bench-$log" 1,2 2 --warmup 0
+    step "bench-2p$log" 300 bench "bench-$log" 1,2 2 --warmup 0
     kill "$m"
-    grep -h -B2 -A4 "^J " "$OUT/bench-2^$log.log"
+    grep -h -B2 -A4 "^J " "$OUT/bench-2p$log.log"
     grep -h -E "SRS_LOAD|NTT_END|MSM_END|SYNTH_END" "$OUT/daemon-bench-$log.log" | head -30
     ;;
 prove)
     m=$(sample_memory "prove-$log")
-    step "bench-2^$log-j1" 330 bench "j1-$log" 1 2 --warmup 1
-    step "bench-2^$log-j2" 250 bench "j2-$log" 2 2 --warmup 1
+    step "bench-2p$log-j1" 330 bench "j1-$log" 1 2 --warmup 1
+    step "bench-2p$log-j2" 250 bench "j2-$log" 2 2 --warmup 1
     kill "$m"
-    grep -h -A3 "^J " "$OUT/bench-2^$log-j1.log" "$OUT/bench-2^$log-j2.log"
+    grep -h -A3 "^J " "$OUT/bench-2p$log-j1.log" "$OUT/bench-2p$log-j2.log"
     grep -h -E "MSM_END|NTT_END|SRS_LOAD" "$OUT/daemon-j1-$log.log" | head -12
     ;;
 esac

@@ -9,9 +9,11 @@
 //   msm_reduce_level_{g1,g2}, msm_sum_level_{g1,g2}   per-window sum_d d * B_d
 //   msm_xyzz_to_jacobian_{g1,g2}                     the few points left, in blst's form
 // The host combines those (levels, windows) with blstrs. Beside them, msm_select_scalars
-// compacts a device vector by a density bitmap (msm/select.cuh).
+// compacts a device vector by a density bitmap (msm/select.cuh), and msm_bits_* split a
+// bit-heavy MSM into a batch addition over its ones and a smaller MSM (msm/bits.cuh).
 #include "curve/bls12_381.cuh"
 #include "msm/accumulate.cuh"
+#include "msm/bits.cuh"
 #include "msm/fold.cuh"
 #include "msm/reduce.cuh"
 #include "msm/select.cuh"
@@ -98,5 +100,38 @@ CUZK_MSM_GROUP(g1, fp_t, 2, true, 3)
 
 
 CUZK_MSM_GROUP(g2, fp2_t, 1, false, 1)
+
+__global__ void msm_bits_sample(const uint4* scalars, uint32_t n, uint32_t samples,
+                                fr_words one, uint32_t* counts) {
+    bits_sample(scalars, n, samples, one, counts);
+}
+
+__global__ void msm_bits_classify(const uint4* scalars, uint32_t first, uint32_t end,
+                                  uint32_t nwords, fr_words one, uint32_t* ones_words,
+                                  uint32_t* others_words, uint32_t* counts) {
+    bits_classify(scalars, first, end, nwords, one, ones_words, others_words, counts);
+}
+
+__global__ void msm_bits_compact(const uint4* scalars, uint32_t first, uint32_t end,
+                                 uint32_t nwords, const uint32_t* ones_words,
+                                 const uint32_t* others_words, const uint32_t* ranks,
+                                 const uint4* points, uint32_t point_u4, uint32_t* ones_idx,
+                                 uint4* others_scalars, uint4* others_points) {
+    bits_compact(scalars, first, end, nwords, ones_words, others_words, ranks, points, point_u4,
+                 ones_idx, others_scalars, others_points);
+}
+
+// The same register budgets as the bucket kernels (one mixed addition per loop turn).
+__global__ void __launch_bounds__(128, 2) msm_bits_sum_g1(
+    const g1_affine_t* points, uint32_t first, const uint32_t* ones_idx, const uint32_t* ranks,
+    uint32_t word_lo, uint32_t word_hi, uint32_t nthreads, g1_xyzz_t* partial) {
+    bits_sum<fp_t>(points, first, ones_idx, ranks, word_lo, word_hi, nthreads, partial);
+}
+
+__global__ void __launch_bounds__(128) msm_bits_sum_g2(
+    const g2_affine_t* points, uint32_t first, const uint32_t* ones_idx, const uint32_t* ranks,
+    uint32_t word_lo, uint32_t word_hi, uint32_t nthreads, g2_xyzz_t* partial) {
+    bits_sum<fp2_t>(points, first, ones_idx, ranks, word_lo, word_hi, nthreads, partial);
+}
 
 }  // extern "C"

@@ -2,12 +2,17 @@
 //!
 //!     gpu_msm [--g1 20,22,24,26] [--g2 20,22] [--reps N] [--cpu-max-log L]
 //!             [--dist uniform,bits:0.5,porep,one,equal,sparse:0.01,few:16]
-//!             [--porep-witness FILE]
+//!             [--porep-witness FILE] [--bits-split off|auto|always|both|MODE,MODE..]
 //!
 //! Scalar distributions (`--dist`): uniform full-width; bits (0/1, share of ones); the aux
 //! witness of a real 2 KiB PoRep partition (recorded by `real_partitions --dump-witness`,
 //! tiled to n); all one; all equal; sparse; a few distinct values. Each row prints beside the
 //! uniform figure of the same n (always measured first), GPU and CPU in the same run.
+//! `wide:p` mixes a share p of full-width scalars into bits (the bit split's crossover).
+//!
+//! `--bits-split` (default: CUZK_MSM_BITS, i.e. auto): the GPU rows under each mode of the
+//! bit split (zero/one scalars summed by batch addition; `both` = off,auto), with each later
+//! mode's time over the first's; every mode's result is checked equal to the first's.
 //!
 //! For each size: the MSM with the bases resident and folded (precomputed multiples
 //! 2^(c k) P in up to 60% of the device's memory, as the daemon keeps SRS vectors; the
@@ -26,7 +31,9 @@ use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_core::backend::cpu;
-use cuzk_core::backend::cuda::kernels::msm::{self, Bases, DeviceBases, MsmGroup, G1, G2};
+use cuzk_core::backend::cuda::kernels::msm::{
+    self, Bases, BitsSplit, DeviceBases, MsmGroup, Scalars, G1, G2,
+};
 use cuzk_core::backend::cuda::kernels::GpuDevice;
 use ff::Field;
 use rand::{Rng, SeedableRng};
@@ -117,6 +124,8 @@ enum Dist {
     Sparse(f64),
     /// K distinct random values, repeated.
     Few(usize),
+    /// This share of full-width random scalars, the rest 0 or 1 evenly.
+    Wide(f64),
 }
 
 impl Dist {
@@ -137,7 +146,8 @@ impl Dist {
             "equal" => Dist::Equal,
             "sparse" => Dist::Sparse(num(0.01)),
             "few" => Dist::Few(num(16.0) as usize),
-            other => panic!("unknown distribution {other} (uniform, bits[:p], porep, one, equal, sparse[:p], few[:k])"),
+            "wide" => Dist::Wide(num(0.5)),
+            other => panic!("unknown distribution {other} (uniform, bits[:p], porep, one, equal, sparse[:p], few[:k], wide[:p])"),
         }
     }
 
@@ -150,6 +160,7 @@ impl Dist {
             Dist::Equal => "all equal".into(),
             Dist::Sparse(p) => format!("sparse {:.0}% nonzero", p * 100.0),
             Dist::Few(k) => format!("{k} distinct values"),
+            Dist::Wide(p) => format!("{:.0}% wide, rest bits", p * 100.0),
         }
     }
 
@@ -182,6 +193,16 @@ impl Dist {
                     (0..(*k).max(1)).map(|_| Scalar::random(&mut rng)).collect();
                 (0..n).map(|_| vals[rng.gen_range(0..vals.len())]).collect()
             }
+            Dist::Wide(p) => {
+                let full = random_scalars(n, seed);
+                full.into_iter()
+                    .map(|v| match (coin(&mut rng, *p), coin(&mut rng, 0.5)) {
+                        (true, _) => v,
+                        (false, true) => Scalar::ONE,
+                        (false, false) => Scalar::ZERO,
+                    })
+                    .collect()
+            }
         })
     }
 }
@@ -210,9 +231,10 @@ fn read_witness(path: &str) -> Vec<Scalar> {
 struct Row {
     what: String,
     dist: String,
-    folded: f64,
+    /// Per mode of `--bits-split`, in its order.
+    folded: Vec<f64>,
     fold: String,
-    resident: f64,
+    resident: Vec<f64>,
     upload: Option<f64>,
     cpu: Option<f64>,
     /// The uniform-scalar folded figure of the same group and n (same run).
@@ -221,16 +243,20 @@ struct Row {
 
 /// What the benchmark needs of a group beyond the kernels' MsmGroup.
 trait BenchGroup: MsmGroup<Affine: Copy + Default + Send + Sync> + Sized {
-    fn gpu(dev: &GpuDevice, bases: Bases<'_, Self>, s: &[Scalar]) -> Self::Projective;
+    fn gpu(
+        dev: &GpuDevice,
+        bases: Bases<'_, Self>,
+        s: &[Scalar],
+        split: BitsSplit,
+    ) -> Self::Projective {
+        msm::msm_with_split::<Self>(dev, bases, Scalars::Host(s), split).expect("msm")
+    }
     fn cpu(points: &[Self::Affine], s: &[Scalar]) -> Self::Projective;
     fn same(a: &Self::Projective, b: &Self::Projective) -> bool;
     fn distinct(n: usize) -> Vec<Self::Affine>;
 }
 
 impl BenchGroup for G1 {
-    fn gpu(dev: &GpuDevice, bases: Bases<'_, G1>, s: &[Scalar]) -> G1Projective {
-        msm::msm_g1(dev, bases, s).expect("msm")
-    }
     fn cpu(points: &[G1Affine], s: &[Scalar]) -> G1Projective {
         cpu::msm_g1(points, s).expect("cpu msm")
     }
@@ -247,9 +273,6 @@ impl BenchGroup for G1 {
 }
 
 impl BenchGroup for G2 {
-    fn gpu(dev: &GpuDevice, bases: Bases<'_, G2>, s: &[Scalar]) -> G2Projective {
-        msm::msm_g2(dev, bases, s).expect("msm")
-    }
     fn cpu(points: &[G2Affine], s: &[Scalar]) -> G2Projective {
         cpu::msm_g2(points, s).expect("cpu msm")
     }
@@ -270,6 +293,7 @@ struct Opts {
     cpu_max: u32,
     dists: Vec<Dist>,
     porep: Option<Vec<Scalar>>,
+    splits: Vec<BitsSplit>,
 }
 
 /// One row per size of `logs` and distribution in group G.
@@ -310,24 +334,35 @@ fn bench_group<G: BenchGroup>(dev: &GpuDevice, logs: &[u32], o: &Opts, seed: u64
                 );
                 continue;
             };
-            let mut got_folded = None;
-            let folded = median_ms(o.reps, || {
-                got_folded = Some(G::gpu(dev, Bases::Device(&folded_bases), &sc))
-            });
-            let mut got = None;
-            let resident = median_ms(o.reps, || {
-                got = Some(G::gpu(dev, Bases::Device(&resident_bases), &sc))
-            });
-            let (got, got_folded) = (got.unwrap(), got_folded.unwrap());
-            assert!(
-                G::same(&got, &got_folded),
-                "{what} {}: folded != plain",
-                dist.name()
-            );
+            let (mut folded, mut resident, mut got) = (Vec::new(), Vec::new(), None);
+            for &split in &o.splits {
+                let mut got_folded = None;
+                folded.push(median_ms(o.reps, || {
+                    got_folded = Some(G::gpu(dev, Bases::Device(&folded_bases), &sc, split))
+                }));
+                let mut got_plain = None;
+                resident.push(median_ms(o.reps, || {
+                    got_plain = Some(G::gpu(dev, Bases::Device(&resident_bases), &sc, split))
+                }));
+                let (got_plain, got_folded) = (got_plain.unwrap(), got_folded.unwrap());
+                assert!(
+                    G::same(&got_plain, &got_folded),
+                    "{what} {} {split:?}: folded != plain",
+                    dist.name()
+                );
+                let first = *got.get_or_insert(got_plain);
+                assert!(
+                    G::same(&first, &got_plain),
+                    "{what} {} {split:?}: differs from {:?}",
+                    dist.name(),
+                    o.splits[0]
+                );
+            }
+            let got = got.unwrap();
 
             let upload = (*dist == Dist::Uniform).then(|| {
                 median_ms(o.reps.min(3), || {
-                    G::gpu(dev, Bases::Host(&pts), &sc);
+                    G::gpu(dev, Bases::Host(&pts), &sc, o.splits[0]);
                 })
             });
             let cpu = (log <= o.cpu_max).then(|| {
@@ -338,7 +373,7 @@ fn bench_group<G: BenchGroup>(dev: &GpuDevice, logs: &[u32], o: &Opts, seed: u64
                 ms
             });
             if *dist == Dist::Uniform {
-                uniform = Some(folded);
+                uniform = Some(folded[0]);
             }
             let row = Row {
                 what: what.clone(),
@@ -350,7 +385,7 @@ fn bench_group<G: BenchGroup>(dev: &GpuDevice, logs: &[u32], o: &Opts, seed: u64
                 cpu,
                 uniform,
             };
-            print_row(&row);
+            print_row(&row, &o.splits);
             rows.push(row);
         }
     }
@@ -372,6 +407,7 @@ fn main() {
         cpu_max: 22,
         dists: vec![Dist::Uniform],
         porep: None,
+        splits: vec![BitsSplit::from_env()],
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -384,6 +420,7 @@ fn main() {
             "--cpu-max-log" => o.cpu_max = v.parse().expect("--cpu-max-log L"),
             "--dist" => o.dists = v.split(',').map(Dist::parse).collect(),
             "--porep-witness" => o.porep = Some(read_witness(&v)),
+            "--bits-split" => o.splits = parse_splits(&v),
             other => panic!("unknown argument {other}"),
         }
         i += 2;
@@ -394,35 +431,85 @@ fn main() {
     let Some(dev) = cuzk_core::backend::cuda::kernels::device_or_skip(0) else {
         return;
     };
-    println!("device: {}", dev.name());
+    println!("device: {}; bit split modes {:?}", dev.name(), o.splits);
     let mut rows = bench_group::<G1>(&dev, &g1_logs, &o, 0);
     rows.extend(bench_group::<G2>(&dev, &g2_logs, &o, 100));
 
+    let extra: String = o.splits[1..]
+        .iter()
+        .map(|m| {
+            format!(
+                " folded {m:?} ms | resident {m:?} ms | {m:?} / {:?} folded |",
+                o.splits[0]
+            )
+        })
+        .collect();
     println!(
-        "\n| MSM | scalars | GPU folded ms | GPU resident ms | GPU with upload ms | CPU ms | CPU / GPU folded | / uniform | fold |"
+        "\n| MSM | scalars | GPU folded ms | GPU resident ms | GPU with upload ms | CPU ms | CPU / GPU folded | / uniform | fold |{extra}"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "|---|---|---|---|---|---|---|---|---|{}",
+        "---|---|---|".repeat(o.splits.len() - 1)
+    );
     for r in &rows {
         let (cpu, ratio) = match r.cpu {
-            Some(c) => (format!("{c:.0}"), format!("{:.1}x", c / r.folded)),
+            Some(c) => (format!("{c:.0}"), format!("{:.1}x", c / r.folded[0])),
             None => ("-".into(), "-".into()),
         };
         let upload = r.upload.map_or("-".into(), |u| format!("{u:.1}"));
         let vs = r
             .uniform
-            .map_or("-".into(), |u| format!("{:.2}", r.folded / u));
+            .map_or("-".into(), |u| format!("{:.2}", r.folded[0] / u));
+        let modes: String = (1..r.folded.len())
+            .map(|k| {
+                format!(
+                    " {:.1} | {:.1} | {:.2} |",
+                    r.folded[k],
+                    r.resident[k],
+                    r.folded[k] / r.folded[0]
+                )
+            })
+            .collect();
         println!(
-            "| {} | {} | {:.1} | {:.1} | {upload} | {cpu} | {ratio} | {vs} | {} |",
-            r.what, r.dist, r.folded, r.resident, r.fold
+            "| {} | {} | {:.1} | {:.1} | {upload} | {cpu} | {ratio} | {vs} | {} |{modes}",
+            r.what, r.dist, r.folded[0], r.resident[0], r.fold
         );
     }
 }
 
-fn print_row(r: &Row) {
+/// `off`, `auto`, `always`, `both` (= off,auto), or a comma-separated list of modes.
+fn parse_splits(v: &str) -> Vec<BitsSplit> {
+    let modes: Vec<BitsSplit> = v
+        .split(',')
+        .flat_map(|m| match m {
+            "off" | "0" => vec![BitsSplit::Off],
+            "auto" | "on" => vec![BitsSplit::Auto],
+            "always" => vec![BitsSplit::Always],
+            "both" => vec![BitsSplit::Off, BitsSplit::Auto],
+            other => panic!("--bits-split: unknown mode {other} (off, auto, always, both)"),
+        })
+        .collect();
+    assert!(!modes.is_empty(), "--bits-split: no mode");
+    modes
+}
+
+fn print_row(r: &Row, splits: &[BitsSplit]) {
     let cpu = r.cpu.map_or("-".into(), |c| format!("{c:.0} ms"));
     let upload = r.upload.map_or("-".into(), |u| format!("{u:.1} ms"));
+    let modes: String = (1..r.folded.len())
+        .map(|k| {
+            format!(
+                "; split {:?}: folded {:.1} ms ({:.2}x), resident {:.1} ms ({:.2}x)",
+                splits[k],
+                r.folded[k],
+                r.folded[k] / r.folded[0],
+                r.resident[k],
+                r.resident[k] / r.resident[0]
+            )
+        })
+        .collect();
     println!(
-        "{} {}: GPU folded {:.1} ms [{}], resident {:.1} ms, with upload {upload}, CPU {cpu}",
-        r.what, r.dist, r.folded, r.fold, r.resident
+        "{} {}: split {:?}: GPU folded {:.1} ms [{}], resident {:.1} ms, with upload {upload}, CPU {cpu}{modes}",
+        r.what, r.dist, splits[0], r.folded[0], r.fold, r.resident[0]
     );
 }

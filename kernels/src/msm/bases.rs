@@ -56,6 +56,17 @@ impl<G: MsmGroup> DeviceBases<G> {
         }
     }
 
+    /// A plain (unfolded) vector of `len` points already in device memory: the bit split's
+    /// gathered bases (src/msm/bits.rs).
+    pub(super) fn from_buffer(buf: DeviceScalars, len: usize) -> Self {
+        DeviceBases {
+            buf,
+            len,
+            fold: None,
+            _group: PhantomData,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }

@@ -18,6 +18,10 @@
 //!
 //! Device memory: a chunk's working set is sized from the free memory at the time of the
 //! call; an MSM larger than that runs as several chunks whose results add up.
+//!
+//! Bit-heavy scalar vectors (Filecoin witnesses: ~98% zeros and ones) first go through
+//! [`bits`]: the ones' bases are summed by batch addition and only the others run the steps
+//! above, where a cost estimate says that pays (`CUZK_MSM_BITS=0` turns it off).
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -34,15 +38,19 @@ use crate::error::{GpuError, Result};
 use crate::ntt::{DeviceScalars, Limbs, ELEM_BYTES};
 
 mod bases;
+mod bits;
 mod buckets;
 mod plan;
+mod scan;
 mod select;
 
 use bases::*;
 pub use bases::{plan_fold, DeviceBases, Fold};
+pub use bits::{count_bits, BitCounts, BitsSplit};
 use buckets::*;
 pub use plan::window_bits;
 use plan::*;
+use scan::exclusive_scan;
 pub use select::select_scalars;
 
 /// Buckets per reduction segment: each level divides the points left by this. A power of
@@ -131,6 +139,15 @@ pub enum Bases<'a, G: MsmGroup> {
     Device(&'a DeviceBases<G>),
 }
 
+// By hand: a derive would ask G itself to be Copy; the variants are references.
+impl<G: MsmGroup> Clone for Bases<'_, G> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<G: MsmGroup> Copy for Bases<'_, G> {}
+
 impl<G: MsmGroup> Bases<'_, G> {
     fn len(&self) -> usize {
         match self {
@@ -177,9 +194,42 @@ pub fn msm_g2_device_scalars(
     msm::<G2>(dev, bases, Scalars::Device(scalars))
 }
 
-/// Where an MSM's scalars are.
+/// The MSM with the bit split chosen by the caller instead of by `CUZK_MSM_BITS` (tests force
+/// it on every input; benchmarks time it on and off in one run). The entry points above are
+/// this with [`BitsSplit::from_env`].
+pub fn msm_with_split<G: MsmGroup>(
+    dev: &GpuDevice,
+    bases: Bases<'_, G>,
+    scalars: Scalars<'_>,
+    split: BitsSplit,
+) -> Result<G::Projective> {
+    if bases.len() < scalars.len() {
+        return Err(GpuError::Invalid(format!(
+            "msm: {} bases for {} scalars",
+            bases.len(),
+            scalars.len()
+        )));
+    }
+    if scalars.len() == 0 {
+        return Ok(G::identity());
+    }
+    dev.ctx().bind_to_thread()?;
+    let uploaded;
+    let scalars = match bits::try_split::<G>(dev, &bases, scalars, split)? {
+        bits::Outcome::Done(p) => return Ok(p),
+        // The split uploaded host scalars to classify them, then found it did not pay.
+        bits::Outcome::Pippenger(Some(d)) => {
+            uploaded = d;
+            Scalars::Device(&uploaded)
+        }
+        bits::Outcome::Pippenger(None) => scalars,
+    };
+    pippenger::<G>(dev, bases, scalars)
+}
+
+/// Where an MSM's scalars are (blstrs Montgomery form either way).
 #[derive(Clone, Copy)]
-enum Scalars<'a> {
+pub enum Scalars<'a> {
     Host(&'a [Scalar]),
     Device(&'a DeviceScalars),
 }
@@ -283,6 +333,15 @@ impl Drop for Profile {
 }
 
 fn msm<G: MsmGroup>(
+    dev: &GpuDevice,
+    bases: Bases<'_, G>,
+    scalars: Scalars<'_>,
+) -> Result<G::Projective> {
+    msm_with_split::<G>(dev, bases, scalars, BitsSplit::from_env())
+}
+
+/// Pippenger over every scalar (no bit split), in chunks that fit the device's free memory.
+fn pippenger<G: MsmGroup>(
     dev: &GpuDevice,
     bases: Bases<'_, G>,
     scalars: Scalars<'_>,
@@ -419,31 +478,7 @@ fn msm_chunk<G: MsmGroup>(
 
     // 2. Bucket offsets (scan), then point indices sorted into bucket order.
     let n32 = n as u32;
-    let mut offsets = unsafe { stream.alloc::<u32>(nb as usize + 1) }?;
-    let scan_blocks = nb.div_ceil(1024);
-    let mut block_tot = unsafe { stream.alloc::<u32>(scan_blocks as usize) }?;
-    unsafe {
-        stream
-            .launch_builder(&k.scan_blocks)
-            .arg(&counts)
-            .arg(&mut offsets)
-            .arg(&nb)
-            .arg(&mut block_tot)
-            .launch(grid(nb, 1024))?;
-        stream
-            .launch_builder(&k.scan_totals)
-            .arg(&mut block_tot)
-            .arg(&scan_blocks)
-            .arg(&mut offsets)
-            .arg(&nb)
-            .launch(grid(1024, 1024))?;
-        stream
-            .launch_builder(&k.scan_add)
-            .arg(&mut offsets)
-            .arg(&nb)
-            .arg(&block_tot)
-            .launch(grid(nb, 1024))?;
-    }
+    let offsets = exclusive_scan(stream, k, &counts, nb)?;
     let entries = stream.clone_dtoh(&offsets.slice(nb as usize..))?[0];
     prof.mark("scan")?;
     let (pshift, nparts) = partitions(nb);

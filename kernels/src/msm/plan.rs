@@ -61,24 +61,30 @@ pub(super) struct Plan {
 impl Plan {
     pub(super) fn new<G: MsmGroup>(bases: &Bases<'_, G>, n: usize) -> Plan {
         match bases {
-            Bases::Device(DeviceBases { fold: Some(f), .. }) => {
-                let nwin = windows(f.c);
-                Plan {
-                    c: f.c,
-                    nwin,
-                    fold: f.copies,
-                    sets: nwin.div_ceil(f.copies),
-                }
-            }
-            _ => {
-                let c = window_bits(n);
-                Plan {
-                    c,
-                    nwin: windows(c),
-                    fold: 1,
-                    sets: windows(c),
-                }
-            }
+            Bases::Device(DeviceBases { fold: Some(f), .. }) => Plan::folded(*f),
+            _ => Plan::plain(n),
+        }
+    }
+
+    /// Folded bases: `copies` windows per set of buckets.
+    pub(super) fn folded(f: Fold) -> Plan {
+        let nwin = windows(f.c);
+        Plan {
+            c: f.c,
+            nwin,
+            fold: f.copies,
+            sets: nwin.div_ceil(f.copies),
+        }
+    }
+
+    /// Unfolded bases: one set of buckets per window.
+    pub(super) fn plain(n: usize) -> Plan {
+        let c = window_bits(n);
+        Plan {
+            c,
+            nwin: windows(c),
+            fold: 1,
+            sets: windows(c),
         }
     }
 
@@ -86,6 +92,10 @@ impl Plan {
         self.sets * buckets_per_window(self.c)
     }
 }
+
+/// A bucket's share of the reduction with plain bases, in mixed additions, as
+/// [`window_bits`] weighs it.
+pub(super) const PLAIN_BUCKET_COST: u64 = 4;
 
 /// The window width for n points: fewest bucket additions (n per window) plus the
 /// reduction's (about two full additions, each worth ~2 mixed ones, per bucket). Override
@@ -101,7 +111,7 @@ pub fn window_bits(n: usize) -> u32 {
     (2..=21u32)
         .min_by_key(|&c| {
             let w = windows(c) as u64;
-            w * n as u64 + w * 4 * (1u64 << (c - 1))
+            w * n as u64 + w * PLAIN_BUCKET_COST * (1u64 << (c - 1))
         })
         .unwrap()
 }
