@@ -14,6 +14,7 @@ pub mod finalize;
 pub mod footprint;
 pub mod gate;
 pub mod gpu;
+pub mod hugevec;
 pub mod job;
 pub mod jobs;
 pub mod journal;

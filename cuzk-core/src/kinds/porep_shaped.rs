@@ -34,6 +34,7 @@ use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
 
+use crate::hugevec;
 use crate::paramgen::{Matrix, RowSource};
 use crate::synth::{Density, Synthesized};
 
@@ -322,7 +323,7 @@ impl PorepShaped {
         let mut input = vec![Scalar::ONE];
         input.extend_from_slice(&w.packed[..PUBLIC_INPUTS]);
 
-        let mut aux = vec![Scalar::ZERO; aux_len];
+        let mut aux = hugevec::zeroed(aux_len);
         aux.par_chunks_mut(CHUNK).enumerate().for_each(|(c, out)| {
             for (k, v) in out.iter_mut().enumerate() {
                 *v = w.value(c * CHUNK + k);
@@ -330,11 +331,7 @@ impl PorepShaped {
         });
 
         let n = shape.domain();
-        let (mut a, mut b, mut c) = (
-            vec![Scalar::ZERO; n],
-            vec![Scalar::ZERO; n],
-            vec![Scalar::ZERO; n],
-        );
+        let (mut a, mut b, mut c) = (hugevec::zeroed(n), hugevec::zeroed(n), hugevec::zeroed(n));
         let eval_row = |i: usize| -> (Scalar, Scalar, Scalar) {
             if i >= aux_len {
                 let v = w.packed[i - aux_len];
