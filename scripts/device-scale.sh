@@ -10,8 +10,9 @@
 #   scripts/device-scale.sh gen LOG      # generate the 2^LOG set (GPU), time it; load benchmark
 #   scripts/device-scale.sh prove LOG    # the 10-partition bench on an existing set, J=1 and J=2
 #   scripts/device-scale.sh all LOG      # gen, then prove with J=1,2 in one sweep (one call)
+#   scripts/device-scale.sh again LOG    # MSM split tests, gen, one J=2 level (a shorter call)
 set -uo pipefail
-phase=${1:?phase: check | small LOG | gen LOG | prove LOG | all LOG}
+phase=${1:?phase: check | small LOG | gen LOG | prove LOG | all LOG | again LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -90,6 +91,18 @@ all)
     kill "$m"
     grep -h -B2 -A4 "^J " "$OUT/bench-2p$log.log"
     grep -h -E "SRS_LOAD|NTT_END|MSM_END|SYNTH_END" "$OUT/daemon-bench-$log.log" | head -30
+    ;;
+again)
+    cat /sys/kernel/mm/transparent_hugepage/enabled | tee "$OUT/thp.txt"
+    step cuda_msm_bits 70 env CUZK_MSM_TEST_MAX_LOG=16 "$B/cuda_msm_bits" --test-threads=4
+    # A split that fails its tests must not be measured: prove without it then.
+    grep -q "test result: ok" "$OUT/cuda_msm_bits.log" || export CUZK_MSM_BITS=0
+    echo "CUZK_MSM_BITS=${CUZK_MSM_BITS:-auto}" | tee -a "$OUT/summary.txt"
+    step "gen-2p$log" 90 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
+    tail -10 "$OUT/gen-2p$log.log"
+    step "bench-2p$log" 160 bench "again-$log" 2 2 --warmup 0
+    tail -6 "$OUT/bench-2p$log.log"
+    grep -h -E "SRS_LOAD_END|MSM_END|NTT_END|GPU_END|SYNTH_END" "$OUT/daemon-again-$log.log" | tail -24
     ;;
 prove)
     m=$(sample_memory "prove-$log")
