@@ -13,7 +13,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 use super::*;
+use crate::backend::cpu::CpuBackend;
+use crate::kinds::porep_shaped::{PorepShape, PorepShaped};
 use crate::kinds::synthetic::SyntheticCircuit;
+use crate::prove::{assemble, prove_on_device};
 use crate::srs::read_params;
 
 fn bellperson_bytes<C: Circuit<Scalar>>(circuit: C, t: &Toxic) -> Vec<u8> {
@@ -235,5 +238,33 @@ fn a_generated_set_proves_and_verifies() {
         );
         let wrong: Vec<Scalar> = inputs.iter().map(|x| *x + Scalar::ONE).collect();
         assert!(!groth16::verify_proof(&pvk, &proof, &wrong).unwrap());
+    }
+}
+
+/// The PoRep-shaped kind's rows (not recorded: its own `RowSource`) give bellperson's file for
+/// its `Circuit`, and a partition proven the job's way (direct synthesis, our prover)
+/// verifies under the set.
+#[test]
+fn porep_shape_rows_equal_bellperson_and_prove() {
+    for log in [10u32, 12] {
+        let toxic = Toxic::from_seed(log as u64);
+        let dir = tempfile::tempdir().unwrap();
+        let (ours, _) = our_bytes(&PorepShape::new(log), &toxic, dir.path());
+        let what = format!("porep-shaped 2^{log}");
+        assert_same(
+            &ours,
+            &bellperson_bytes(PorepShaped::new(log, 0), &toxic),
+            &what,
+        );
+
+        let params = read_params(&dir.path().join("x.params")).unwrap();
+        let pvk = groth16::prepare_verifying_key(&params.vk);
+        let circuit = PorepShaped::new(log, 41);
+        let (msm, _) =
+            prove_on_device(&CpuBackend, &params, "t", circuit.synthesize_direct()).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(log as u64);
+        let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let proof = assemble(&params.vk, &msm, r, s).unwrap();
+        assert!(groth16::verify_proof(&pvk, &proof, &circuit.public_inputs()).unwrap());
     }
 }
