@@ -12,3 +12,11 @@ pub fn default_param_dir() -> PathBuf {
         .map(|h| PathBuf::from(h).join(".cache/cuzk/params"))
         .unwrap_or_else(|| PathBuf::from("target/cuzk-test-params"))
 }
+
+/// A comma list of log sizes ("20,22,24"), as the GPU benchmarks take them.
+pub fn parse_logs(s: &str) -> Vec<u32> {
+    s.split(',')
+        .filter(|x| !x.is_empty())
+        .map(|x| x.parse().expect("log size"))
+        .collect()
+}

@@ -13,6 +13,7 @@
 use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_benches::parse_logs;
 use cuzk_core::backend::cuda::kernels::fixed_base;
 use cuzk_core::backend::cuda::kernels::GpuDevice;
 use ff::Field;
@@ -163,13 +164,6 @@ fn bench_group<G: BenchGroup>(
         rows.push(row);
     }
     rows
-}
-
-fn parse_logs(s: &str) -> Vec<u32> {
-    s.split(',')
-        .filter(|x| !x.is_empty())
-        .map(|x| x.parse().expect("log size"))
-        .collect()
 }
 
 fn main() {

@@ -30,6 +30,7 @@
 use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_benches::parse_logs;
 use cuzk_core::backend::cpu;
 use cuzk_core::backend::cuda::kernels::msm::{
     self, Bases, BitsSplit, DeviceBases, MsmGroup, Scalars, G1, G2,
@@ -390,13 +391,6 @@ fn bench_group<G: BenchGroup>(dev: &GpuDevice, logs: &[u32], o: &Opts, seed: u64
         }
     }
     rows
-}
-
-fn parse_logs(s: &str) -> Vec<u32> {
-    s.split(',')
-        .filter(|x| !x.is_empty())
-        .map(|x| x.parse().expect("log size"))
-        .collect()
 }
 
 fn main() {

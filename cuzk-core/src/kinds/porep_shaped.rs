@@ -296,10 +296,8 @@ impl PorepShaped {
             })
             .collect();
         let blocks = vars / BLOCK;
-        let sums: Vec<u64> = bits[..blocks]
-            .iter()
-            .map(|w| w & !(1 << (BLOCK - 1)))
-            .collect();
+        // A block is one word, its packed variable's bit (63) left clear.
+        let sums = bits[..blocks].to_vec();
         let mut packed = Vec::with_capacity(blocks);
         let mut prev = Scalar::ZERO;
         for (b, &s) in sums.iter().enumerate() {
