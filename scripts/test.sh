@@ -11,6 +11,8 @@ export NVCC="$(bash scripts/install-nvcc.sh | tail -1)"
 export CUZK_PARAM_CACHE="${CUZK_PARAM_CACHE:-$HOME/.cache/cuzk/params}"
 mkdir -p "$CUZK_PARAM_CACHE"
 jobs="${CARGO_BUILD_JOBS:-2}"
+# A clean clone builds once: the incremental cache would only take disk (~12 GB).
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 cargo fmt --all -- --check
 cargo test --workspace -j"$jobs" --no-fail-fast 2>&1 | tee "${CUZK_TEST_LOG:-/tmp/cuzk-test.log}"
