@@ -7,6 +7,11 @@
 #   scripts/device-real-witness.sh params   # 2 KiB parameters + fresh sectors (all kinds)
 #   scripts/device-real-witness.sh check    # real partitions CPU vs CUDA, Filecoin bytes, MSM tests
 #   scripts/device-real-witness.sh bench    # gpu_msm distributions, daemon sweeps (porep, synthetic)
+#   scripts/device-real-witness.sh abc        # params + vectors if missing; cuda_abc; daemon
+#                                             # sweep with a/b/c on the device
+#   scripts/device-real-witness.sh abc-bench  # the same sweep with a/b/c on the host, and with
+#                                             # full synthesis; synth_compare
+#   scripts/device-real-witness.sh abc-check  # cuda_filecoin, all kinds, both a/b/c paths
 set -uo pipefail
 phase=${1:?phase: params | check | bench | all | final}
 if [[ $phase == all ]]; then
@@ -34,6 +39,15 @@ step() {
     local rc=$?
     printf '%-22s rc=%d %4ds\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$OUT/summary.txt"
     [[ $rc == 0 ]] || status=1
+}
+
+# One daemon sweep of real 2 KiB PoRep C2, 24 in flight: abc_bench NAME [client args].
+abc_bench() {
+    local name=$1; shift
+    step "bench_abc_$name" 120 "$B/cuzk-client" bench --spawn -c 72 -j 24 --warmup 2 \
+        --kind porep --manifest "$W/vec/porep.json" --log "$OUT/bench-abc-$name.log" \
+        --daemon-arg=--backend=cuda --daemon-arg=--param-dir="$W/params" "$@"
+    grep -h -A2 "^J " "$OUT/bench_abc_$name.log"
 }
 
 case $phase in
@@ -65,6 +79,29 @@ bench)
         --daemon-arg=--backend=cuda --daemon-arg=--param-dir="$W/params"
     sed -n '/^| MSM/,$p' "$OUT/gpu_msm.log"
     grep -A4 "^J " "$OUT/bench_porep.log"
+    ;;
+abc)
+    if [[ ! -s $W/vec/porep.json ]]; then
+        step params 330 "$B/cuzk-client" params generate --sector-size 2KiB --dir "$W/params"
+        step vectors 120 "$B/cuzk-client" gen-vanilla all --sector-size 2KiB --out "$W/vec"
+    fi
+    step cuda_abc 60 "$B/cuda_abc" --nocapture --test-threads=1
+    abc_bench device --daemon-arg=--abc-on-device
+    grep -h -E "^test |test result" "$OUT/cuda_abc.log"
+    ;;
+abc-bench)
+    # The same binaries and sectors: a/b/c on the synthesis threads (the default), full
+    # synthesis (the previous default) beside the device run of `abc`; synth_compare's
+    # full vs witness-only synthesis on this host.
+    abc_bench host
+    abc_bench full --daemon-arg=--synthesis=full
+    step synth_compare 200 "$B/synth_compare" --vectors "$W/vec" --runs 3 --synthetic 20
+    sed -n '/^circuit/,$p' "$OUT/synth_compare.log"
+    ;;
+abc-check)
+    step cuda_filecoin 420 env CUZK_CUDA_FIL_KINDS=porep,winning,window,snap \
+        "$B/cuda_filecoin" --nocapture --test-threads=1
+    grep -h -E "^test |test result|GPU == CPU" "$OUT/cuda_filecoin.log"
     ;;
 final)
     step real_partitions 120 "$B/real_partitions" --kinds porep,winning --runs 3 --params "$W/params"

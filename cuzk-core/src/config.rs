@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::synth::SynthesisPath;
+
 /// Which backend proves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -57,6 +59,17 @@ pub struct EngineConfig {
     /// Device memory each GPU may keep parameter points in (resident SRS vectors and their
     /// precomputed multiples, least recently used dropped first); 0: 60% of the device.
     pub gpu_resident_bytes: u64,
+    /// How partitions are synthesized: "matrices" (the witness alone, then a, b, c from the
+    /// constraint matrices recorded once per circuit shape) or "full" (bellperson's way,
+    /// every constraint's linear combinations built and evaluated). Unset: the process's
+    /// default ($CUZK_SYNTHESIS, else matrices). Same proofs either way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthesis: Option<SynthesisPath>,
+    /// With the matrices path and CUDA devices: a, b, c evaluated on the device from the
+    /// uploaded assignment, not by the synthesis workers (less host work and a third of the
+    /// upload). Off (the default until its kernels have run on a GPU: see README, "a, b, c
+    /// on the device"): evaluated on the host, as with the CPU backend.
+    pub abc_on_device: bool,
     /// Verify every proof against the verifying key before returning it.
     pub verify_proofs: bool,
     /// How long finished jobs stay available to AwaitProof.
@@ -85,6 +98,8 @@ impl Default for EngineConfig {
             synthesized_memory_bytes: 0,
             urgent_memory_bytes: None,
             gpu_resident_bytes: 0,
+            synthesis: None,
+            abc_on_device: false,
             verify_proofs: true,
             result_retention_secs: 3600,
             timeline: true,

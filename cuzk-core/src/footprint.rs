@@ -57,8 +57,8 @@ impl PartitionShape {
 
     pub fn of(synth: &Synthesized) -> Self {
         PartitionShape {
-            constraints: synth.a.len(),
-            domain: synth.a.len().max(1).next_power_of_two(),
+            constraints: synth.num_constraints(),
+            domain: synth.num_constraints().max(1).next_power_of_two(),
             inputs: synth.input.len(),
             aux: synth.aux.len(),
             a_aux: synth.a_aux_density.total(),

@@ -5,7 +5,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bellpepper_core::{Circuit, SynthesisError};
@@ -17,7 +17,8 @@ use crate::synth::{synthesize_partition, Synthesized};
 use crate::witness::{synthesize_witness, WitnessCs};
 
 /// Which synthesis the proof kinds run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SynthesisPath {
     /// Every partition through `synthesize_partition` (linear combinations built and
     /// evaluated in the enforce closures), as bellperson does.
@@ -25,6 +26,50 @@ pub enum SynthesisPath {
     /// The witness alone (`crate::witness`), then a, b, c from the matrices recorded once per
     /// circuit shape (`crate::matrices`). Same a, b, c, assignments and densities.
     Matrices,
+}
+
+impl std::str::FromStr for SynthesisPath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "full" => Ok(SynthesisPath::Full),
+            "matrices" => Ok(SynthesisPath::Matrices),
+            other => Err(format!("unknown synthesis path {other:?} (matrices|full)")),
+        }
+    }
+}
+
+/// How one synthesis worker synthesizes (the engine's configuration, per worker thread, so
+/// that engines with different settings can share a process).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SynthesisOptions {
+    /// None: the process's path (`synthesis_path`).
+    pub path: Option<SynthesisPath>,
+    /// Leave a, b, c of a witness-only synthesis to the device step
+    /// (`Synthesized::deferred`): set where the partition is proven on a backend that
+    /// evaluates the matrices itself (`Backend::evaluates_matrices`).
+    pub defer_abc: bool,
+}
+
+thread_local! {
+    static OPTIONS: Cell<Option<SynthesisOptions>> = const { Cell::new(None) };
+}
+
+/// Run `f` (a partition's synthesis) with `options` on this thread; restored afterwards,
+/// also when `f` panics.
+pub fn with_options<T>(options: SynthesisOptions, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<SynthesisOptions>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            OPTIONS.with(|o| o.set(self.0));
+        }
+    }
+    let _restore = Restore(OPTIONS.with(|o| o.replace(Some(options))));
+    f()
+}
+
+fn options() -> SynthesisOptions {
+    OPTIONS.with(Cell::get).unwrap_or_default()
 }
 
 const PATH_UNSET: u8 = 0;
@@ -39,9 +84,13 @@ pub fn matrices_fallbacks() -> usize {
     matrix_cache().fallbacks()
 }
 
-/// The path in use: `set_synthesis_path`'s, else `CUZK_SYNTHESIS` (`full` or `matrices`),
-/// else matrices (identical results, tested for every kind; `full` is the way back).
+/// The path in use: this thread's `with_options`, else `set_synthesis_path`'s, else
+/// `CUZK_SYNTHESIS` (`full` or `matrices`), else matrices (identical results, tested for
+/// every kind; `full` is the way back).
 pub fn synthesis_path() -> SynthesisPath {
+    if let Some(path) = options().path {
+        return path;
+    }
     let mut p = PATH.load(Ordering::Relaxed);
     if p == PATH_UNSET {
         p = match std::env::var("CUZK_SYNTHESIS").as_deref() {
@@ -259,9 +308,11 @@ fn join_pieces(m: &Matrices, pieces: Vec<WitnessCs>) -> Result<WitnessCs, String
     Ok(whole)
 }
 
-/// a, b, c of a witness from the matrices, with the densities recorded with them.
+/// a, b, c of a witness from the matrices, with the densities recorded with them; left to
+/// the device step when this thread's options say so (never for a recording run, whose
+/// matrices are checked here against the witness they were recorded with).
 fn from_witness(
-    m: &Matrices,
+    m: &Arc<Matrices>,
     w: WitnessCs,
     start: Instant,
     recorded: bool,
@@ -281,6 +332,25 @@ fn from_witness(
             m.num_aux,
             m.num_constraints()
         ));
+    }
+    if options().defer_abc && !recorded {
+        LAST.with(|l| {
+            l.set(Some(PathTimings {
+                witness,
+                evaluate: Duration::ZERO,
+                recorded,
+                parts,
+            }))
+        });
+        return Ok(Synthesized {
+            input: w.input,
+            aux: w.aux,
+            a_aux_density: m.a_aux_density.clone(),
+            b_input_density: m.b_input_density.clone(),
+            b_aux_density: m.b_aux_density.clone(),
+            deferred: Some(m.clone()),
+            ..Synthesized::default()
+        });
     }
     let e = evaluate(m, &w.input, &w.aux);
     if e.unsatisfied != 0 {
@@ -307,6 +377,7 @@ fn from_witness(
         a_aux_density: m.a_aux_density.clone(),
         b_input_density: m.b_input_density.clone(),
         b_aux_density: m.b_aux_density.clone(),
+        deferred: None,
     })
 }
 

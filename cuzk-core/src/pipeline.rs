@@ -128,7 +128,9 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
             if !shared.test_hooks.synthesis_delay.is_zero() {
                 std::thread::sleep(shared.test_hooks.synthesis_delay);
             }
-            job.task.synthesize(index)
+            crate::synth::with_options(synthesis_options(&shared, on_cpu), || {
+                job.task.synthesize(index)
+            })
         });
         let ms = t.elapsed().as_secs_f64() * 1e3;
         let synth = match result {
@@ -183,6 +185,20 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
             // Cancelled just now: its removal may have missed us.
             shared.prove_queue.remove_where(|w| w.job.id == job.id);
         }
+    }
+}
+
+/// How a synthesis worker synthesizes a partition: the configured path, and a, b, c left to
+/// the device step when every backend that may prove it evaluates them itself (a CPU retry
+/// never defers: the CPU backend would evaluate them under the device lock).
+fn synthesis_options(shared: &Shared, on_cpu: bool) -> crate::synth::SynthesisOptions {
+    let devices = &shared.devices;
+    crate::synth::SynthesisOptions {
+        path: shared.config.synthesis,
+        defer_abc: shared.config.abc_on_device
+            && !on_cpu
+            && !devices.is_empty()
+            && devices.iter().all(|d| d.backend.evaluates_matrices()),
     }
 }
 
@@ -339,6 +355,16 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
                     ("partition", &index),
                     ("device", &dev),
                     ("ms", &format!("{:.1}", timings.ntt.as_secs_f64() * 1e3)),
+                    // Where a, b, c were evaluated: in this step (included in ms), or by
+                    // synthesis.
+                    (
+                        "abc",
+                        &if timings.abc_in_step {
+                            "device"
+                        } else {
+                            "synthesis"
+                        },
+                    ),
                 ],
             );
             tl.emit(

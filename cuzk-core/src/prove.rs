@@ -41,6 +41,9 @@ pub struct DeviceTimings {
     pub ntt: Duration,
     pub msm: Duration,
     pub msms: MsmTimings,
+    /// Whether a, b, c were evaluated in the step (from the matrices; `ntt` includes it and
+    /// the aux upload) rather than by synthesis.
+    pub abc_in_step: bool,
 }
 
 /// Each of the five MSMs of a partition (input and aux parts together).
@@ -66,14 +69,34 @@ pub fn prove_on_device(
         b,
         c,
         input,
-        aux,
+        aux: aux_host,
         a_aux_density,
         b_input_density,
         b_aux_density,
+        deferred,
     } = synth;
 
     let t = Instant::now();
-    let h_coeffs = backend.h_polynomial_for_msm(a, b, c)?;
+    // The aux assignment goes where the MSMs read it once, for L and the A and B selections;
+    // a partition whose a, b, c were deferred has them evaluated there too, from it.
+    let (h_coeffs, aux) = match &deferred {
+        None => (backend.h_polynomial_for_msm(a, b, c)?, None),
+        Some(m) => {
+            let aux = backend.load_scalars(&aux_host)?;
+            let h = backend
+                .h_polynomial_from_matrices(m, &input, &aux)
+                .inspect_err(|e| {
+                    if matches!(e, BackendError::Unsatisfied { .. }) {
+                        // Whatever the cause, these matrices are not to be trusted with this
+                        // shape again: the partition's retry (and every later one) records
+                        // afresh, which checks its own witness and falls back to full
+                        // synthesis if that fails too.
+                        crate::synth::matrix_cache().evict(&m.key);
+                    }
+                })?;
+            (h, Some(aux))
+        }
+    };
     let ntt = t.elapsed();
 
     let t = Instant::now();
@@ -100,8 +123,10 @@ pub fn prove_on_device(
     let h = backend.msm_g1_vec(g1(Query::H, &params.h), &h_coeffs)?;
     drop(h_coeffs);
     split(&mut msms.h);
-    // The aux assignment goes where the MSMs read it once, for L and the A and B selections.
-    let aux = backend.load_scalars(&aux)?;
+    let aux = match aux {
+        Some(aux) => aux,
+        None => backend.load_scalars(&aux_host)?,
+    };
     let l = backend.msm_g1_vec(g1(Query::L, &params.l), &aux)?;
     split(&mut msms.l);
 
@@ -130,7 +155,12 @@ pub fn prove_on_device(
             b_g1,
             b_g2,
         },
-        DeviceTimings { ntt, msm, msms },
+        DeviceTimings {
+            ntt,
+            msm,
+            msms,
+            abc_in_step: deferred.is_some(),
+        },
     ))
 }
 

@@ -9,13 +9,16 @@
 use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
 };
+use std::sync::Arc;
+
 use blstrs::Scalar;
 use ff::Field;
 
+use crate::matrices::Matrices;
 pub use crate::matrix_synth::{
     last_timings, matrices_fallbacks, matrix_cache, set_synthesis_path, synthesis_path,
-    synthesize_cached, synthesize_shaped, synthesize_shaped_split, synthesize_split, PathTimings,
-    SynthesisPath,
+    synthesize_cached, synthesize_shaped, synthesize_shaped_split, synthesize_split, with_options,
+    PathTimings, SynthesisOptions, SynthesisPath,
 };
 
 /// A set of variable indices, as a bitmap plus its population count. The proving key stores
@@ -140,11 +143,37 @@ pub struct Synthesized {
     pub a_aux_density: Density,
     pub b_input_density: Density,
     pub b_aux_density: Density,
+    /// Set when a, b, c were left for the device step to evaluate (`SynthesisOptions::
+    /// defer_abc`): the circuit shape's matrices, already checked to fit the assignment;
+    /// a, b, c are then empty.
+    pub deferred: Option<Arc<Matrices>>,
 }
 
 impl Synthesized {
     pub fn num_constraints(&self) -> usize {
-        self.a.len()
+        self.deferred
+            .as_ref()
+            .map_or(self.a.len(), |m| m.num_constraints())
+    }
+
+    /// a, b, c evaluated here on CPU threads if they were deferred (tests, benchmarks, and
+    /// a backend without its own evaluator); an error if the witness fails a row.
+    pub fn evaluate_deferred(&mut self) -> Result<(), String> {
+        let Some(m) = self.deferred.take() else {
+            return Ok(());
+        };
+        let e = crate::matrices::evaluate(&m, &self.input, &self.aux);
+        if e.unsatisfied != 0 {
+            let msg = format!(
+                "{} of {} constraints unsatisfied",
+                e.unsatisfied,
+                m.num_constraints()
+            );
+            self.deferred = Some(m);
+            return Err(msg);
+        }
+        (self.a, self.b, self.c) = (e.a, e.b, e.c);
+        Ok(())
     }
 
     /// The public inputs a verifier passes (without the leading one).
@@ -156,6 +185,10 @@ impl Synthesized {
     /// the benchmark that compare the two paths.
     pub fn first_difference(&self, other: &Synthesized) -> Option<&'static str> {
         let fields = [
+            (
+                "deferred",
+                self.deferred.is_some() == other.deferred.is_some(),
+            ),
             ("a", self.a == other.a),
             ("b", self.b == other.b),
             ("c", self.c == other.c),

@@ -1,6 +1,7 @@
 //! Real 2 KiB Filecoin proofs on the CUDA backend: every partition proven on the GPU (H
 //! polynomial and all five MSMs) with fixed r and s has the same bytes as on the CPU
-//! backend, and the stock verifier accepts the GPU's proof.
+//! backend, with a, b, c from synthesis and with a, b, c evaluated on the device from the
+//! recorded matrices; the stock verifier accepts the GPU's proof.
 //!
 //! Kinds from `CUZK_CUDA_FIL_KINDS` (default `window`; `winning,porep,snap` need their
 //! parameter files, generated when missing — PoRep's takes an hour on a small machine).
@@ -16,6 +17,7 @@ use cuzk_core::kinds::vectors;
 use cuzk_core::kinds::{build_task, params, ProofTask};
 use cuzk_core::prove::{assemble, proof_bytes, prove_on_device};
 use cuzk_core::srs::SrsCache;
+use cuzk_core::synth::{with_options, SynthesisOptions, SynthesisPath};
 use cuzk_core::ProofKind;
 use ff::Field;
 use rand::SeedableRng;
@@ -37,17 +39,24 @@ fn kinds() -> Vec<ProofKind> {
         .collect()
 }
 
-/// Every partition of `task` on `backend` with the given r, s per partition.
+/// Every partition of `task` on `backend` with the given r, s per partition; with a, b, c
+/// left to the device step when `defer` (the shape's matrices recorded by an earlier run).
 fn prove_all(
     task: &dyn ProofTask,
     srs: &SrsCache,
     backend: &dyn Backend,
     rs: &[(Scalar, Scalar)],
+    defer: bool,
 ) -> Vec<u8> {
     let entry = task.params(srs).unwrap();
     let mut out = Vec::new();
     for (i, &(r, s)) in rs.iter().enumerate() {
-        let synth = task.synthesize(i).unwrap();
+        let options = SynthesisOptions {
+            path: Some(SynthesisPath::Matrices),
+            defer_abc: defer,
+        };
+        let synth = with_options(options, || task.synthesize(i)).unwrap();
+        assert_eq!(synth.deferred.is_some(), defer, "partition {i}: deferred");
         let (msm, _) = prove_on_device(backend, &entry.params, &entry.id, synth).unwrap();
         out.extend(proof_bytes(
             &assemble(&entry.params.vk, &msm, r, s).unwrap(),
@@ -76,9 +85,14 @@ fn filecoin_2k_proofs_on_cuda_match_cpu_and_pass_the_stock_verifiers() {
         let rs: Vec<(Scalar, Scalar)> = (0..task.partitions())
             .map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng)))
             .collect();
-        let on_gpu = prove_all(task.as_ref(), &srs, &gpu, &rs);
-        let on_cpu = prove_all(task.as_ref(), &srs, &CpuBackend, &rs);
+        let on_gpu = prove_all(task.as_ref(), &srs, &gpu, &rs, false);
+        let on_gpu_abc = prove_all(task.as_ref(), &srs, &gpu, &rs, true);
+        let on_cpu = prove_all(task.as_ref(), &srs, &CpuBackend, &rs, false);
         assert_eq!(on_gpu, on_cpu, "{kind}: GPU and CPU bytes differ");
+        assert_eq!(
+            on_gpu_abc, on_cpu,
+            "{kind}: a, b, c on the device: bytes differ"
+        );
         task.verify_job(&on_gpu)
             .unwrap_or_else(|e| panic!("{kind}: stock verifier rejects the GPU proof: {e}"));
         println!(

@@ -12,14 +12,17 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use blstrs::Scalar;
 use cuzk_core::backend::cpu::CpuBackend;
+use cuzk_core::backend::BackendError;
 use cuzk_core::kinds::vectors::{self, Manifest};
 use cuzk_core::kinds::{build_task, params, ProofTask};
 use cuzk_core::matrices::{read_matrices, write_matrices, MatrixCache, Recorded};
-use cuzk_core::prove::{assemble, proof_bytes, prove_on_device};
+use cuzk_core::prove::{assemble, proof_bytes, prove_on_device, ProveError};
 use cuzk_core::synth::{
-    matrices_fallbacks, matrix_cache, set_synthesis_path, SynthesisPath, Synthesized,
+    matrices_fallbacks, matrix_cache, set_synthesis_path, with_options, SynthesisOptions,
+    SynthesisPath, Synthesized,
 };
 use cuzk_core::ProofKind;
+use ff::Field;
 
 mod common;
 use common::{param_dir, srs, KINDS, SIZE};
@@ -79,6 +82,15 @@ fn synthesize(task: &dyn ProofTask, index: usize, path: SynthesisPath) -> Synthe
     s
 }
 
+/// A witness-only synthesis with a, b, c left to the device step.
+fn synthesize_deferred(task: &dyn ProofTask, index: usize) -> Synthesized {
+    let options = SynthesisOptions {
+        path: Some(SynthesisPath::Matrices),
+        defer_abc: true,
+    };
+    with_options(options, || task.synthesize(index)).unwrap()
+}
+
 fn assert_same(kind: ProofKind, what: &str, want: &Synthesized, got: &Synthesized) {
     assert_eq!(
         want.first_difference(got),
@@ -135,7 +147,8 @@ fn matrices_recorded_on_one_sector_fit_another() {
     }
 }
 
-/// The same proof bytes from both paths for fixed r and s, and the proof verifies.
+/// The same proof bytes from both paths for fixed r and s, and the proof verifies; a, b, c
+/// deferred to the device step (here the CPU backend's evaluation of them) too.
 #[test]
 fn proofs_are_byte_identical_for_fixed_r_and_s() {
     let _guard = path_lock();
@@ -148,6 +161,14 @@ fn proofs_are_byte_identical_for_fixed_r_and_s() {
         // Twice, so the second is a witness-only run whichever test recorded first.
         let _ = synthesize(task.as_ref(), 0, SynthesisPath::Matrices);
         let fast = synthesize(task.as_ref(), 0, SynthesisPath::Matrices);
+        let deferred = synthesize_deferred(task.as_ref(), 0);
+        assert!(
+            deferred.deferred.is_some() && deferred.a.is_empty(),
+            "{kind}: a, b, c were not deferred"
+        );
+        let mut evaluated = deferred.clone();
+        evaluated.evaluate_deferred().unwrap();
+        assert_same(kind, "deferred, then evaluated", &full, &evaluated);
         let prove = |synth: Synthesized| {
             let (msm, _) = prove_on_device(&backend, &entry.params, &entry.id, synth).unwrap();
             proof_bytes(&assemble(&entry.params.vk, &msm, r, s).unwrap())
@@ -155,12 +176,43 @@ fn proofs_are_byte_identical_for_fixed_r_and_s() {
         let inputs = task.public_inputs(0, full.public_inputs()).unwrap();
         let want = prove(full);
         assert_eq!(prove(fast), want, "{kind}: proof bytes differ");
+        assert_eq!(
+            prove(deferred),
+            want,
+            "{kind}: deferred a, b, c: bytes differ"
+        );
         let proof = bellperson::groth16::Proof::read(&want[..]).unwrap();
         assert!(
             bellperson::groth16::verify_proof(&entry.pvk, &proof, &inputs).unwrap(),
             "{kind}: the proof does not verify"
         );
     }
+}
+
+/// A deferred witness that fails its matrices reaches the device step, which refuses it
+/// (never proves it) and drops the matrices, so that the partition's retry records afresh.
+#[test]
+fn a_deferred_witness_that_fails_its_matrices_is_refused() {
+    let _guard = path_lock();
+    let kind = ProofKind::WindowPostPartition;
+    let task = task(kind);
+    let entry = task.params(srs()).unwrap();
+    let _ = synthesize(task.as_ref(), 0, SynthesisPath::Matrices);
+    let mut bad = synthesize_deferred(task.as_ref(), 0);
+    let key = bad.deferred.as_ref().expect("deferred").key.clone();
+    for v in bad.aux.iter_mut().step_by(5) {
+        *v += Scalar::ONE;
+    }
+    match prove_on_device(&CpuBackend, &entry.params, &entry.id, bad) {
+        Err(ProveError::Backend(BackendError::Unsatisfied { rows, .. })) => assert!(rows > 0),
+        Err(e) => panic!("{kind}: wrong error: {e}"),
+        Ok(_) => panic!("{kind}: a broken witness was proven"),
+    }
+    assert!(matrix_cache().get(&key).is_none(), "the matrices were kept");
+    // The next synthesis of the shape records again, and is right.
+    let again = synthesize(task.as_ref(), 0, SynthesisPath::Matrices);
+    let full = synthesize(task.as_ref(), 0, SynthesisPath::Full);
+    assert_same(kind, "recorded again", &full, &again);
 }
 
 /// The recorded PoRep matrices through a file: read back equal (the digest too), found by a

@@ -61,6 +61,13 @@ struct Args {
     max_synthesized_partitions: Option<usize>,
     #[arg(long)]
     max_queued_jobs: Option<usize>,
+    /// Synthesis path: matrices (witness only, a/b/c from recorded constraint matrices) or
+    /// full (bellperson's way).
+    #[arg(long)]
+    synthesis: Option<cuzk_core::synth::SynthesisPath>,
+    /// Evaluate a/b/c on CUDA devices from the witness (engine `abc_on_device`).
+    #[arg(long)]
+    abc_on_device: bool,
     /// Skip verifying proofs before returning them (not recommended).
     #[arg(long)]
     no_verify: bool,
@@ -99,6 +106,12 @@ impl Args {
         }
         if let Some(v) = self.max_queued_jobs {
             c.engine.max_queued_jobs = v;
+        }
+        if let Some(v) = self.synthesis {
+            c.engine.synthesis = Some(v);
+        }
+        if self.abc_on_device {
+            c.engine.abc_on_device = true;
         }
         if self.no_verify {
             c.engine.verify_proofs = false;

@@ -13,6 +13,7 @@ pub mod fixed_base;
 mod memory;
 pub mod msm;
 pub mod ntt;
+pub mod r1cs;
 
 pub use device::{GpuDevice, GpuInfo};
 pub use error::{GpuError, Result};

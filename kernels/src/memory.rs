@@ -108,6 +108,12 @@ impl DeviceScalars {
         self.len
     }
 
+    /// Keep the first `len` elements (the allocation stays as it is): the H polynomial of a
+    /// domain of n is its first n - 1 coefficients.
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

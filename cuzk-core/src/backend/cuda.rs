@@ -10,6 +10,7 @@ use ff::Field;
 
 use super::{Backend, BackendError, G1Bases, G2Bases, ScalarVec};
 use crate::footprint::HostCopies;
+use crate::matrices::Matrices;
 use crate::synth::Density;
 
 /// The kernels crate, for callers (benchmarks, tools) that drive the device directly.
@@ -18,6 +19,8 @@ pub use cuzk_kernels::GpuInfo;
 
 #[path = "cuda_msm.rs"]
 pub mod msm;
+#[path = "cuda_r1cs.rs"]
+mod r1cs;
 
 const _: () = assert!(std::mem::size_of::<Scalar>() == std::mem::size_of::<Limbs>());
 const _: () = assert!(std::mem::align_of::<Scalar>() == std::mem::align_of::<Limbs>());
@@ -43,6 +46,8 @@ fn as_limbs_mut(s: &mut [Scalar]) -> &mut [Limbs] {
 /// One GPU, driven through cuzk-kernels.
 pub struct CudaBackend {
     dev: GpuDevice,
+    /// Circuit shapes' constraint matrices, for partitions whose a, b, c are evaluated here.
+    matrices: r1cs::ResidentMatrices,
 }
 
 impl CudaBackend {
@@ -58,7 +63,10 @@ impl CudaBackend {
         }
         let dev = GpuDevice::open(ordinal).map_err(device_error)?;
         dev.module("ntt").map_err(device_error)?;
-        Ok(CudaBackend { dev })
+        Ok(CudaBackend {
+            dev,
+            matrices: Default::default(),
+        })
     }
 
     /// For tests and benchmarks: device `ordinal`'s backend, or None after printing why not
@@ -139,6 +147,27 @@ impl Backend for CudaBackend {
         // Done when it returns (the NTT's time is reported apart from the MSMs').
         self.dev.synchronize().map_err(device_error)?;
         Ok(ScalarVec::Device(h))
+    }
+
+    fn evaluates_matrices(&self) -> bool {
+        true
+    }
+
+    fn h_polynomial_from_matrices(
+        &self,
+        m: &Matrices,
+        input: &[Scalar],
+        aux: &ScalarVec<'_>,
+    ) -> Result<ScalarVec<'static>, BackendError> {
+        let uploaded;
+        let aux = match aux {
+            ScalarVec::Device(d) => d,
+            ScalarVec::Host(h) => {
+                uploaded = DeviceScalars::upload(&self.dev, as_limbs(h)).map_err(map_error)?;
+                &uploaded
+            }
+        };
+        r1cs::h_from_matrices(&self.dev, &self.matrices, m, input, aux).map(ScalarVec::Device)
     }
 
     fn load_scalars<'a>(&self, scalars: &'a [Scalar]) -> Result<ScalarVec<'a>, BackendError> {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
 use crate::footprint::HostCopies;
+use crate::matrices::Matrices;
 use crate::synth::Density;
 
 pub mod cpu;
@@ -25,6 +26,10 @@ pub enum BackendError {
     MsmShape { points: usize, scalars: usize },
     #[error("device error: {0}")]
     Device(String),
+    /// The witness fails rows of its circuit shape's recorded matrices: a/b/c from them
+    /// would not be the circuit's. The caller drops the matrices and synthesizes again.
+    #[error("{rows} of {of} constraints unsatisfied by the witness (matrices {key})")]
+    Unsatisfied { rows: u64, of: usize, key: String },
 }
 
 /// One set of proving-key point vectors that a backend may keep resident (on a device).
@@ -83,6 +88,14 @@ impl ScalarVec<'_> {
     }
 }
 
+pub(crate) fn unsatisfied(m: &Matrices, rows: u64) -> BackendError {
+    BackendError::Unsatisfied {
+        rows,
+        of: m.num_constraints(),
+        key: m.key.clone(),
+    }
+}
+
 fn no_device() -> BackendError {
     BackendError::Device("scalars in device memory reached a backend without a device".into())
 }
@@ -124,6 +137,32 @@ pub trait Backend: Send + Sync {
         c: Vec<Scalar>,
     ) -> Result<ScalarVec<'static>, BackendError> {
         Ok(ScalarVec::Host(Cow::Owned(self.h_polynomial(a, b, c)?)))
+    }
+
+    /// Whether a, b, c are best evaluated by this backend, in the device step, from the
+    /// circuit's matrices and the assignment (the CUDA backend: on the device, beside the
+    /// aux assignment it uploads anyway), rather than by the synthesis workers.
+    fn evaluates_matrices(&self) -> bool {
+        false
+    }
+
+    /// h as [`Backend::h_polynomial_for_msm`], for a partition whose a, b, c were deferred:
+    /// evaluated from `m` on the assignment (`aux` as `load_scalars` left it). Here on CPU
+    /// threads; a backend that `evaluates_matrices` does it where its NTTs run.
+    fn h_polynomial_from_matrices(
+        &self,
+        m: &Matrices,
+        input: &[Scalar],
+        aux: &ScalarVec<'_>,
+    ) -> Result<ScalarVec<'static>, BackendError> {
+        let ScalarVec::Host(aux) = aux else {
+            return Err(no_device());
+        };
+        let e = crate::matrices::evaluate(m, input, aux.as_ref());
+        if e.unsatisfied != 0 {
+            return Err(unsatisfied(m, e.unsatisfied as u64));
+        }
+        self.h_polynomial_for_msm(e.a, e.b, e.c)
     }
 
     /// `scalars` where this backend's MSMs read them, for several MSMs over one vector.

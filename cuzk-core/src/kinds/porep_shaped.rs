@@ -380,6 +380,7 @@ impl PorepShaped {
             a_aux_density: d.a_aux.clone(),
             b_input_density: d.b_input.clone(),
             b_aux_density: d.b_aux.clone(),
+            deferred: None,
         }
     }
 }

@@ -1,0 +1,192 @@
+//! a, b, c on the device from a circuit's recorded constraint matrices (cuzk-kernels'
+//! `r1cs`, the CUDA backend's evaluation of deferred partitions) against the host's
+//! evaluation (`matrices::evaluate`): the same elements, zero padding to the domain, the same
+//! count of unsatisfied rows for a broken witness; and a deferred partition proven on the
+//! device gives the bytes of one evaluated on the host.
+//!
+//! Real Filecoin partitions through the same path: cuda_filecoin. Without a GPU, driver or
+//! kernels: prints "SKIP: ..." and passes (fails where CUZK_REQUIRE_GPU=1).
+
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar;
+use cuzk_core::backend::cpu::CpuBackend;
+use cuzk_core::backend::cuda::{as_limbs, kernels, CudaBackend};
+use cuzk_core::backend::BackendError;
+use cuzk_core::kinds::synthetic::SyntheticCircuit;
+use cuzk_core::matrices::{evaluate, record_matrices, Matrices};
+use cuzk_core::prove::{assemble, proof_bytes, prove_on_device, ProveError};
+use cuzk_core::srs::SrsCache;
+use cuzk_core::synth::Synthesized;
+use cuzk_core::witness::{synthesize_witness, WitnessCs};
+use ff::Field;
+use kernels::r1cs::{CsrParts, DeviceMatrices};
+use kernels::DeviceScalars;
+
+mod common;
+use common::param_dir;
+
+/// Every kind of term: unit and scaled, inputs and aux, zero and one values (the kernel's
+/// shortcuts), a row with no terms at all, and a coefficient the recorder must drop (zero).
+struct Edges {
+    x: u64,
+}
+
+impl Circuit<Scalar> for Edges {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let x = Scalar::from(self.x);
+        let xi = cs.alloc_input(|| "x", || Ok(x))?;
+        let zero = cs.alloc(|| "zero", || Ok(Scalar::ZERO))?;
+        let one = cs.alloc(|| "one", || Ok(Scalar::ONE))?;
+        let sq = cs.alloc(|| "x^2", || Ok(x * x))?;
+        let k = Scalar::from(12345u64);
+        let kx = cs.alloc(|| "kx", || Ok(k * x))?;
+        cs.enforce(|| "x*x", |l| l + xi, |l| l + xi, |l| l + sq);
+        // (k x + 3 * one + 5 * zero) * one = kx + 3
+        cs.enforce(
+            || "scaled",
+            |l| l + (k, xi) + (Scalar::from(3u64), one) + (Scalar::from(5u64), zero),
+            |l| l + one,
+            |l| l + kx + (Scalar::from(3u64), CS::one()),
+        );
+        cs.enforce(|| "empty", |l| l, |l| l, |l| l);
+        // A zero coefficient beside a unit term.
+        cs.enforce(
+            || "zero coefficient",
+            |l| l + (Scalar::ZERO, sq) + zero,
+            |l| l + sq,
+            |l| l,
+        );
+        Ok(())
+    }
+}
+
+fn parts(m: &Matrices) -> [CsrParts<'_>; 3] {
+    [&m.a, &m.b, &m.c].map(|x| {
+        let p = x.parts();
+        CsrParts {
+            unit_start: p.unit_start,
+            unit_cols: p.unit_cols,
+            scaled_start: p.scaled_start,
+            scaled_cols: p.scaled_cols,
+            scaled_coeffs: p.scaled_coeffs,
+        }
+    })
+}
+
+/// The device's a, b, c (and unsatisfied count) for `input`, `aux`, into `len` elements,
+/// against the host's evaluation padded to `len`.
+fn check(gpu: &CudaBackend, m: &Matrices, input: &[Scalar], aux: &[Scalar], len: usize) -> u64 {
+    let dev = gpu.device();
+    let dm = DeviceMatrices::upload(dev, parts(m), as_limbs(&m.coeffs), m.num_inputs, m.num_aux)
+        .unwrap();
+    let din = DeviceScalars::upload(dev, as_limbs(input)).unwrap();
+    let daux = DeviceScalars::upload(dev, as_limbs(aux)).unwrap();
+    let e = dm.evaluate(dev, &din, &daux, len).unwrap();
+    let host = evaluate(m, input, aux);
+    for (name, d, h) in [
+        ("a", &e.a, &host.a),
+        ("b", &e.b, &host.b),
+        ("c", &e.c, &host.c),
+    ] {
+        let mut want = h.clone();
+        want.resize(len, Scalar::ZERO);
+        assert_eq!(
+            d.download(dev).unwrap(),
+            as_limbs(&want),
+            "{}: {name} differs",
+            m.key
+        );
+    }
+    assert_eq!(
+        e.unsatisfied, host.unsatisfied as u64,
+        "{}: unsatisfied",
+        m.key
+    );
+    e.unsatisfied
+}
+
+#[test]
+fn device_abc_matches_the_host_and_counts_unsatisfied_rows() {
+    let Some(gpu) = CudaBackend::new_or_skip(0) else {
+        return;
+    };
+    let (m, w) = record_matrices("edges", Edges { x: 9 }).unwrap();
+    // 1 + 4 rows (the input constraints included); padded to 8, and to exactly the rows.
+    assert_eq!(m.num_constraints(), 6);
+    assert_eq!(check(&gpu, &m, &w.input, &w.aux, 8), 0);
+    assert_eq!(check(&gpu, &m, &w.input, &w.aux, 6), 0);
+    let mut bad = w.aux.clone();
+    bad[2] += Scalar::ONE; // x^2
+    assert!(check(&gpu, &m, &w.input, &bad, 8) > 0);
+
+    for log in [1, 4, 10, 13] {
+        let key = format!("synthetic-2^{log}");
+        let (m, _) = record_matrices(&key, SyntheticCircuit::new(log, 1)).unwrap();
+        // A witness other than the recording's.
+        let w = synthesize_witness(SyntheticCircuit::new(log, 2), WitnessCs::with_one()).unwrap();
+        let n = m.num_constraints().next_power_of_two();
+        assert_eq!(check(&gpu, &m, &w.input, &w.aux, n), 0, "2^{log}");
+        let mut bad = w.aux.clone();
+        for v in bad.iter_mut().step_by(7) {
+            *v += Scalar::ONE;
+        }
+        assert!(
+            check(&gpu, &m, &w.input, &bad, n) > 0,
+            "2^{log}: broken witness"
+        );
+    }
+}
+
+#[test]
+fn deferred_partitions_prove_on_the_device_as_on_the_host() {
+    let Some(gpu) = CudaBackend::new_or_skip(0) else {
+        return;
+    };
+    let log = 12;
+    let srs = SrsCache::new(param_dir());
+    let entry = srs.synthetic(log).unwrap();
+    let key = format!("synthetic-2^{log}");
+    let (m, _) = record_matrices(&key, SyntheticCircuit::new(log, 1)).unwrap();
+    let m = std::sync::Arc::new(m);
+    let w = synthesize_witness(SyntheticCircuit::new(log, 3), WitnessCs::with_one()).unwrap();
+    let deferred = Synthesized {
+        input: w.input,
+        aux: w.aux,
+        a_aux_density: m.a_aux_density.clone(),
+        b_input_density: m.b_input_density.clone(),
+        b_aux_density: m.b_aux_density.clone(),
+        deferred: Some(m.clone()),
+        ..Synthesized::default()
+    };
+    let mut evaluated = deferred.clone();
+    evaluated.evaluate_deferred().unwrap();
+    let (r, s) = (Scalar::from(77u64), Scalar::from(99u64));
+    let prove = |backend: &dyn cuzk_core::backend::Backend, synth: Synthesized| {
+        let (msm, t) = prove_on_device(backend, &entry.params, &entry.id, synth).unwrap();
+        (
+            proof_bytes(&assemble(&entry.params.vk, &msm, r, s).unwrap()),
+            t.abc_in_step,
+        )
+    };
+    let want = prove(&CpuBackend, evaluated);
+    assert!(!want.1);
+    assert_eq!(
+        prove(&gpu, deferred.clone()),
+        (want.0.clone(), true),
+        "device vs host"
+    );
+    assert_eq!(
+        prove(&CpuBackend, deferred.clone()),
+        (want.0, true),
+        "CPU backend, deferred"
+    );
+
+    // A witness that fails its matrices is refused on the device, not proven.
+    let mut bad = deferred;
+    bad.aux[3] += Scalar::ONE;
+    match prove_on_device(&gpu, &entry.params, &entry.id, bad) {
+        Err(ProveError::Backend(BackendError::Unsatisfied { rows, .. })) => assert!(rows > 0),
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("a broken witness was proven"),
+    }
+}
