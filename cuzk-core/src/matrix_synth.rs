@@ -258,7 +258,12 @@ where
     let t = Instant::now();
     let pieces: Vec<Result<WitnessCs, SynthesisError>> = (0..parts)
         .into_par_iter()
-        .map(|j| Ok(synthesize_witness(build_part(j)?, WitnessCs::with_one())))
+        .map(|j| {
+            // Each piece gets room for the whole assignment: only what it writes is ever
+            // touched, and the first piece, which the others join, never reallocates.
+            let cs = WitnessCs::with_capacity(m.num_inputs, m.num_aux);
+            Ok(synthesize_witness(build_part(j)?, cs))
+        })
         .collect::<Result<_, E>>()?;
     let joined = pieces
         .into_iter()
