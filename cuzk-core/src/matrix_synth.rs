@@ -347,15 +347,7 @@ fn from_witness(
                 parts,
             }))
         });
-        return Ok(Synthesized {
-            input: w.input,
-            aux: w.aux,
-            a_aux_density: m.a_aux_density.clone(),
-            b_input_density: m.b_input_density.clone(),
-            b_aux_density: m.b_aux_density.clone(),
-            deferred: Some(m.clone()),
-            ..Synthesized::default()
-        });
+        return Ok(Synthesized::witness_only(m.clone(), w.input, w.aux));
     }
     let e = evaluate(m, &w.input, &w.aux);
     if e.unsatisfied != 0 {

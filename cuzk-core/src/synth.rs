@@ -156,6 +156,20 @@ impl Synthesized {
             .map_or(self.a.len(), |m| m.num_constraints())
     }
 
+    /// A partition whose a, b, c are left to the device step: the assignments, and the
+    /// matrices (already checked to fit them) with their densities.
+    pub fn witness_only(m: Arc<Matrices>, input: Vec<Scalar>, aux: Vec<Scalar>) -> Self {
+        Synthesized {
+            input,
+            aux,
+            a_aux_density: m.a_aux_density.clone(),
+            b_input_density: m.b_input_density.clone(),
+            b_aux_density: m.b_aux_density.clone(),
+            deferred: Some(m),
+            ..Synthesized::default()
+        }
+    }
+
     /// a, b, c evaluated here on CPU threads if they were deferred (tests, benchmarks, and
     /// a backend without its own evaluator); an error if the witness fails a row.
     pub fn evaluate_deferred(&mut self) -> Result<(), String> {

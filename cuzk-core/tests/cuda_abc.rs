@@ -10,7 +10,7 @@
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use cuzk_core::backend::cpu::CpuBackend;
-use cuzk_core::backend::cuda::{as_limbs, kernels, CudaBackend};
+use cuzk_core::backend::cuda::{as_limbs, csr_parts, kernels, CudaBackend};
 use cuzk_core::backend::BackendError;
 use cuzk_core::kinds::synthetic::SyntheticCircuit;
 use cuzk_core::matrices::{evaluate, record_matrices, Matrices};
@@ -19,7 +19,7 @@ use cuzk_core::srs::SrsCache;
 use cuzk_core::synth::Synthesized;
 use cuzk_core::witness::{synthesize_witness, WitnessCs};
 use ff::Field;
-use kernels::r1cs::{CsrParts, DeviceMatrices};
+use kernels::r1cs::DeviceMatrices;
 use kernels::DeviceScalars;
 
 mod common;
@@ -60,25 +60,18 @@ impl Circuit<Scalar> for Edges {
     }
 }
 
-fn parts(m: &Matrices) -> [CsrParts<'_>; 3] {
-    [&m.a, &m.b, &m.c].map(|x| {
-        let p = x.parts();
-        CsrParts {
-            unit_start: p.unit_start,
-            unit_cols: p.unit_cols,
-            scaled_start: p.scaled_start,
-            scaled_cols: p.scaled_cols,
-            scaled_coeffs: p.scaled_coeffs,
-        }
-    })
-}
-
 /// The device's a, b, c (and unsatisfied count) for `input`, `aux`, into `len` elements,
 /// against the host's evaluation padded to `len`.
 fn check(gpu: &CudaBackend, m: &Matrices, input: &[Scalar], aux: &[Scalar], len: usize) -> u64 {
     let dev = gpu.device();
-    let dm = DeviceMatrices::upload(dev, parts(m), as_limbs(&m.coeffs), m.num_inputs, m.num_aux)
-        .unwrap();
+    let dm = DeviceMatrices::upload(
+        dev,
+        csr_parts(m),
+        as_limbs(&m.coeffs),
+        m.num_inputs,
+        m.num_aux,
+    )
+    .unwrap();
     let din = DeviceScalars::upload(dev, as_limbs(input)).unwrap();
     let daux = DeviceScalars::upload(dev, as_limbs(aux)).unwrap();
     let e = dm.evaluate(dev, &din, &daux, len).unwrap();
@@ -149,15 +142,7 @@ fn deferred_partitions_prove_on_the_device_as_on_the_host() {
     let (m, _) = record_matrices(&key, SyntheticCircuit::new(log, 1)).unwrap();
     let m = std::sync::Arc::new(m);
     let w = synthesize_witness(SyntheticCircuit::new(log, 3), WitnessCs::with_one()).unwrap();
-    let deferred = Synthesized {
-        input: w.input,
-        aux: w.aux,
-        a_aux_density: m.a_aux_density.clone(),
-        b_input_density: m.b_input_density.clone(),
-        b_aux_density: m.b_aux_density.clone(),
-        deferred: Some(m.clone()),
-        ..Synthesized::default()
-    };
+    let deferred = Synthesized::witness_only(m, w.input, w.aux);
     let mut evaluated = deferred.clone();
     evaluated.evaluate_deferred().unwrap();
     let (r, s) = (Scalar::from(77u64), Scalar::from(99u64));

@@ -21,6 +21,7 @@ pub use cuzk_kernels::GpuInfo;
 pub mod msm;
 #[path = "cuda_r1cs.rs"]
 mod r1cs;
+pub use r1cs::csr_parts;
 
 const _: () = assert!(std::mem::size_of::<Scalar>() == std::mem::size_of::<Limbs>());
 const _: () = assert!(std::mem::align_of::<Scalar>() == std::mem::align_of::<Limbs>());

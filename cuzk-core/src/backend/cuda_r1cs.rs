@@ -36,7 +36,7 @@ impl ResidentMatrices {
             entries.push(e);
             return Ok(found);
         }
-        let parts = [csr(m.a.parts()), csr(m.b.parts()), csr(m.c.parts())];
+        let parts = csr_parts(m);
         let bytes = m.size_bytes();
         // Room first, so that the upload does not hold the old shapes beside the new.
         let mut held: usize = entries.iter().map(|(_, d)| d.bytes()).sum();
@@ -52,14 +52,18 @@ impl ResidentMatrices {
     }
 }
 
-fn csr(p: MatrixParts<'_>) -> CsrParts<'_> {
-    CsrParts {
-        unit_start: p.unit_start,
-        unit_cols: p.unit_cols,
-        scaled_start: p.scaled_start,
-        scaled_cols: p.scaled_cols,
-        scaled_coeffs: p.scaled_coeffs,
-    }
+/// A, B, C as the kernels take them.
+pub fn csr_parts(m: &Matrices) -> [CsrParts<'_>; 3] {
+    [&m.a, &m.b, &m.c].map(|x| {
+        let p: MatrixParts<'_> = x.parts();
+        CsrParts {
+            unit_start: p.unit_start,
+            unit_cols: p.unit_cols,
+            scaled_start: p.scaled_start,
+            scaled_cols: p.scaled_cols,
+            scaled_coeffs: p.scaled_coeffs,
+        }
+    })
 }
 
 /// The H polynomial's n - 1 coefficients on the device, from the matrices and the
