@@ -14,7 +14,7 @@ use crate::error::{GpuError, Result};
 use crate::memory::DeviceScalars;
 use crate::ntt::Limbs;
 
-/// One matrix's arrays as cuzk-core's `MatrixParts` holds them (two CSR parts over the same
+/// One matrix's arrays as cuzk-core's `Matrix` holds them (two CSR parts over the same
 /// rows; bit 31 of a column marks an input).
 #[derive(Clone, Copy, Debug)]
 pub struct CsrParts<'a> {

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 
 use super::{as_limbs, device_error};
 use crate::backend::{unsatisfied, BackendError};
-use crate::matrices::{Matrices, MatrixParts};
+use crate::matrices::Matrices;
 use blstrs::Scalar;
 
 /// Device memory the matrices of all shapes may hold together; the least recently used shape
@@ -54,16 +54,7 @@ impl ResidentMatrices {
 
 /// A, B, C as the kernels take them.
 pub fn csr_parts(m: &Matrices) -> [CsrParts<'_>; 3] {
-    [&m.a, &m.b, &m.c].map(|x| {
-        let p: MatrixParts<'_> = x.parts();
-        CsrParts {
-            unit_start: p.unit_start,
-            unit_cols: p.unit_cols,
-            scaled_start: p.scaled_start,
-            scaled_cols: p.scaled_cols,
-            scaled_coeffs: p.scaled_coeffs,
-        }
-    })
+    [m.a.parts(), m.b.parts(), m.c.parts()]
 }
 
 /// The H polynomial's n - 1 coefficients on the device, from the matrices and the

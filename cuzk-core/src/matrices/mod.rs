@@ -44,15 +44,9 @@ pub struct Matrix {
     scaled_coeffs: Vec<u32>,
 }
 
-/// The raw arrays of one matrix, for an evaluator elsewhere (a GPU kernel).
-#[derive(Clone, Copy, Debug)]
-pub struct MatrixParts<'a> {
-    pub unit_start: &'a [u32],
-    pub unit_cols: &'a [u32],
-    pub scaled_start: &'a [u32],
-    pub scaled_cols: &'a [u32],
-    pub scaled_coeffs: &'a [u32],
-}
+/// The raw arrays of one matrix, for an evaluator elsewhere: the GPU kernel's own type, so
+/// that the layout is defined once.
+pub use cuzk_kernels::r1cs::CsrParts as MatrixParts;
 
 impl Matrix {
     fn new() -> Self {
