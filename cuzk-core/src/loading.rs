@@ -71,8 +71,10 @@ impl SetLoads {
 /// start the load. A job whose set cannot be named fails here.
 pub fn prepare(shared: &Arc<Shared>, work: PartitionWork) {
     let job = work.job.clone();
-    // Its work has begun (Running, its queue wait over), as when synthesis loaded the set.
-    job.mark_started();
+    // Not marked Running here: every job passes through this on its first take, resident
+    // set or not, and a job still waiting behind others (or for its parameters) is queued;
+    // it runs from its first synthesis (pipeline.rs). Marking it here let a queued job's
+    // cancel report it running.
     let resident = shared.srs.without_waiting();
     match guarded("finding parameters", || job.task.params(&resident)) {
         Ok(srs) => {
