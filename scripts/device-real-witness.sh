@@ -12,6 +12,9 @@
 #   scripts/device-real-witness.sh abc-bench  # the same sweep with a/b/c on the host, and with
 #                                             # full synthesis; synth_compare
 #   scripts/device-real-witness.sh abc-check  # cuda_filecoin, all kinds, both a/b/c paths
+#   scripts/device-real-witness.sh abc-final  # params + vectors if missing; abc-check; a
+#                                             # WinningPoSt probe under PoRep load, a/b/c on
+#                                             # the device
 set -uo pipefail
 phase=${1:?phase: params | check | bench | all | final}
 if [[ $phase == all ]]; then
@@ -80,10 +83,19 @@ bench)
     sed -n '/^| MSM/,$p' "$OUT/gpu_msm.log"
     grep -A4 "^J " "$OUT/bench_porep.log"
     ;;
-abc)
+abc | abc-final)
     if [[ ! -s $W/vec/porep.json ]]; then
         step params 330 "$B/cuzk-client" params generate --sector-size 2KiB --dir "$W/params"
         step vectors 120 "$B/cuzk-client" gen-vanilla all --sector-size 2KiB --out "$W/vec"
+    fi
+    if [[ $phase == abc-final ]]; then
+        bash "$0" abc-check || status=1
+        step probe 200 "$B/cuzk-client" bench --spawn --load porep:16 --probe winning:60 \
+            --manifest-dir "$W/vec" --log "$OUT/probe-daemon.log" --daemon-arg=--backend=cuda \
+            --daemon-arg=--param-dir="$W/params" --daemon-arg=--synthesis-workers=8 \
+            --daemon-arg=--abc-on-device
+        tail -12 "$OUT/probe.log"
+        exit $status
     fi
     step cuda_abc 60 "$B/cuda_abc" --nocapture --test-threads=1
     abc_bench device --daemon-arg=--abc-on-device
@@ -93,8 +105,8 @@ abc-bench)
     # The same binaries and sectors: a/b/c on the synthesis threads (the default), full
     # synthesis (the previous default) beside the device run of `abc`; synth_compare's
     # full vs witness-only synthesis on this host.
-    abc_bench host
-    abc_bench full --daemon-arg=--synthesis=full
+    abc_bench host --daemon-arg=--abc-on-device=false
+    abc_bench full --daemon-arg=--synthesis=full --daemon-arg=--abc-on-device=false
     step synth_compare 200 "$B/synth_compare" --vectors "$W/vec" --runs 3 --synthetic 20
     sed -n '/^circuit/,$p' "$OUT/synth_compare.log"
     ;;

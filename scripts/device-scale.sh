@@ -11,8 +11,10 @@
 #   scripts/device-scale.sh prove LOG    # the 10-partition bench on an existing set, J=1 and J=2
 #   scripts/device-scale.sh all LOG      # gen, then prove with J=1,2 in one sweep (one call)
 #   scripts/device-scale.sh again LOG    # MSM split tests, gen, one J=2 level (a shorter call)
+#   scripts/device-scale.sh abc LOG      # cuda_abc, gen, J=2 with a, b, c evaluated on the
+#                                        # device from the shape's matrices, then on the host
 set -uo pipefail
-phase=${1:?phase: check | small LOG | gen LOG | prove LOG | all LOG | again LOG}
+phase=${1:?phase: check | small LOG | gen LOG | prove LOG | all LOG | again LOG | abc LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -103,6 +105,23 @@ again)
     step "bench-2p$log" 160 bench "again-$log" 2 2 --warmup 0
     tail -6 "$OUT/bench-2p$log.log"
     grep -h -E "SRS_LOAD_END|MSM_END|NTT_END|GPU_END|SYNTH_END" "$OUT/daemon-again-$log.log" | tail -24
+    ;;
+abc)
+    [[ -x $B/cuda_abc ]] && step cuda_abc 90 "$B/cuda_abc" --nocapture --test-threads=1
+    grep -h -E "^test |test result" "$OUT/cuda_abc.log"
+    step "gen-2p$log" 120 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
+    tail -4 "$OUT/gen-2p$log.log"
+    m=$(sample_memory "abc-device-$log")
+    step "bench-2p$log-device" 200 bench "abc-device-$log" 2 3 --warmup 0 --daemon-arg=--abc-on-device
+    kill "$m"
+    m=$(sample_memory "abc-host-$log")
+    step "bench-2p$log-host" 200 bench "abc-host-$log" 2 3 --warmup 0 --daemon-arg=--abc-on-device=false
+    kill "$m"
+    grep -h -A3 "^J " "$OUT/bench-2p$log-device.log" "$OUT/bench-2p$log-host.log"
+    for r in device host; do
+        echo "== $r"
+        grep -h -E "NTT_END|MSM_END|GPU_END" "$OUT/daemon-abc-$r-$log.log" | tail -9
+    done
     ;;
 prove)
     m=$(sample_memory "prove-$log")

@@ -67,8 +67,8 @@ pub struct EngineConfig {
     pub synthesis: Option<SynthesisPath>,
     /// With the matrices path and CUDA devices: a, b, c evaluated on the device from the
     /// uploaded assignment, not by the synthesis workers (less host work and a third of the
-    /// upload). Off (the default until its kernels have run on a GPU: see README, "a, b, c
-    /// on the device"): evaluated on the host, as with the CPU backend.
+    /// upload; README, "a, b, c on the device"). Off: evaluated on the host, as with the CPU
+    /// backend (which always does).
     pub abc_on_device: bool,
     /// Verify every proof against the verifying key before returning it.
     pub verify_proofs: bool,
@@ -99,7 +99,7 @@ impl Default for EngineConfig {
             urgent_memory_bytes: None,
             gpu_resident_bytes: 0,
             synthesis: None,
-            abc_on_device: false,
+            abc_on_device: true,
             verify_proofs: true,
             result_retention_secs: 3600,
             timeline: true,

@@ -72,6 +72,12 @@ fn options() -> SynthesisOptions {
     OPTIONS.with(Cell::get).unwrap_or_default()
 }
 
+/// Whether this thread's synthesis leaves a, b, c to the device step (circuits with a
+/// synthesis of their own, like the PoRep-shaped kind, ask this).
+pub fn defers_abc() -> bool {
+    options().defer_abc
+}
+
 const PATH_UNSET: u8 = 0;
 const PATH_FULL: u8 = 1;
 const PATH_MATRICES: u8 = 2;

@@ -16,7 +16,7 @@ use ff::Field;
 
 use crate::matrices::Matrices;
 pub use crate::matrix_synth::{
-    last_timings, matrices_fallbacks, matrix_cache, set_synthesis_path, synthesis_path,
+    defers_abc, last_timings, matrices_fallbacks, matrix_cache, set_synthesis_path, synthesis_path,
     synthesize_cached, synthesize_shaped, synthesize_shaped_split, synthesize_split, with_options,
     PathTimings, SynthesisOptions, SynthesisPath,
 };

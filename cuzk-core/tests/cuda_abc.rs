@@ -12,7 +12,8 @@ use blstrs::Scalar;
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::backend::cuda::{as_limbs, csr_parts, kernels, CudaBackend};
 use cuzk_core::backend::BackendError;
-use cuzk_core::kinds::synthetic::SyntheticCircuit;
+use cuzk_core::kinds::porep_shaped::{self, PorepShaped};
+use cuzk_core::kinds::synthetic::{self, SyntheticCircuit};
 use cuzk_core::matrices::{evaluate, record_matrices, Matrices};
 use cuzk_core::prove::{assemble, proof_bytes, prove_on_device, ProveError};
 use cuzk_core::srs::SrsCache;
@@ -112,7 +113,8 @@ fn device_abc_matches_the_host_and_counts_unsatisfied_rows() {
     bad[2] += Scalar::ONE; // x^2
     assert!(check(&gpu, &m, &w.input, &bad, 8) > 0);
 
-    for log in [1, 4, 10, 13] {
+    // The smallest synthetic circuit, one whose rows are not a power of two, larger ones.
+    for log in [synthetic::MIN_LOG, 5, 10, 13] {
         let key = format!("synthetic-2^{log}");
         let (m, _) = record_matrices(&key, SyntheticCircuit::new(log, 1)).unwrap();
         // A witness other than the recording's.
@@ -126,6 +128,26 @@ fn device_abc_matches_the_host_and_counts_unsatisfied_rows() {
         assert!(
             check(&gpu, &m, &w.input, &bad, n) > 0,
             "2^{log}: broken witness"
+        );
+    }
+}
+
+/// The PoRep-shaped kind's matrices (built from its rows, not recorded) on the device: its
+/// deferred partitions evaluate as on the host, and a broken bit is caught.
+#[test]
+fn porep_shaped_partitions_evaluate_on_the_device() {
+    let Some(gpu) = CudaBackend::new_or_skip(0) else {
+        return;
+    };
+    for log in [porep_shaped::MIN_LOG, 16] {
+        let s = PorepShaped::new(log, 11).synthesize_witness().unwrap();
+        let m = s.deferred.clone().unwrap();
+        assert_eq!(check(&gpu, &m, &s.input, &s.aux, 1 << log), 0, "2^{log}");
+        let mut bad = s.aux.clone();
+        bad[8] += Scalar::ONE;
+        assert!(
+            check(&gpu, &m, &s.input, &bad, 1 << log) > 0,
+            "2^{log}: broken"
         );
     }
 }

@@ -65,9 +65,10 @@ struct Args {
     /// full (bellperson's way).
     #[arg(long)]
     synthesis: Option<cuzk_core::synth::SynthesisPath>,
-    /// Evaluate a/b/c on CUDA devices from the witness (engine `abc_on_device`).
-    #[arg(long)]
-    abc_on_device: bool,
+    /// Evaluate a/b/c on CUDA devices from the witness (engine `abc_on_device`, default
+    /// true); `--abc-on-device=false` evaluates them on the synthesis threads.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+    abc_on_device: Option<bool>,
     /// Skip verifying proofs before returning them (not recommended).
     #[arg(long)]
     no_verify: bool,
@@ -110,8 +111,8 @@ impl Args {
         if let Some(v) = self.synthesis {
             c.engine.synthesis = Some(v);
         }
-        if self.abc_on_device {
-            c.engine.abc_on_device = true;
+        if let Some(v) = self.abc_on_device {
+            c.engine.abc_on_device = v;
         }
         if self.no_verify {
             c.engine.verify_proofs = false;

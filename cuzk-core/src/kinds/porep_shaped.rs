@@ -35,6 +35,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use crate::hugevec;
+use crate::matrices::{matrices_from_rows, Matrices, RecordError};
 use crate::paramgen::{Matrix, RowSource};
 use crate::synth::{Density, Synthesized};
 
@@ -109,6 +110,20 @@ impl PorepShape {
     /// one binding row per public input.
     pub fn aux(&self) -> usize {
         self.domain() - 1 - 2 * PUBLIC_INPUTS
+    }
+
+    /// The shape's constraint matrices, built from its rows once per size and kept (7.2 GiB
+    /// at 2^27): what a device-side evaluation of a, b, c reads.
+    pub fn matrices(&self) -> Result<Arc<Matrices>, RecordError> {
+        static CACHE: OnceLock<Mutex<HashMap<u32, Arc<Matrices>>>> = OnceLock::new();
+        // Held while building, so that two workers never build the same size twice.
+        let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
+        if let Some(m) = cache.get(&self.log_size) {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(matrices_from_rows(&Self::srs_id(self.log_size), self)?);
+        cache.insert(self.log_size, m.clone());
+        Ok(m)
     }
 
     /// The A and B densities (the same for every witness), computed once per size.
@@ -312,21 +327,35 @@ impl PorepShaped {
         self.witness(PUBLIC_INPUTS * BLOCK).packed
     }
 
+    /// The assignments: inputs (the constant one first) and aux, on every core.
+    fn assignments(&self, w: &Witness) -> (Vec<Scalar>, Vec<Scalar>) {
+        let mut input = vec![Scalar::ONE];
+        input.extend_from_slice(&w.packed[..PUBLIC_INPUTS]);
+        let mut aux = hugevec::zeroed(self.shape.aux());
+        aux.par_chunks_mut(CHUNK).enumerate().for_each(|(c, out)| {
+            for (k, v) in out.iter_mut().enumerate() {
+                *v = w.value(c * CHUNK + k);
+            }
+        });
+        (input, aux)
+    }
+
+    /// The partition's witness alone, a, b, c left to the device step
+    /// ([`Synthesized::witness_only`]) with the shape's matrices: at 2^27 that keeps ~13 GB
+    /// of a, b, c out of host memory and off the bus.
+    pub fn synthesize_witness(&self) -> Result<Synthesized, RecordError> {
+        let m = self.shape.matrices()?;
+        let (input, aux) = self.assignments(&self.witness(self.shape.aux()));
+        Ok(Synthesized::witness_only(m, input, aux))
+    }
+
     /// The partition, synthesized directly: the same a, b, c, assignments and densities as
     /// bellpepper synthesis of [`Circuit::synthesize`] (tests), computed on every core.
     pub fn synthesize_direct(&self) -> Synthesized {
         let shape = &self.shape;
         let (aux_len, rows) = (shape.aux(), shape.num_rows());
         let w = self.witness(aux_len);
-        let mut input = vec![Scalar::ONE];
-        input.extend_from_slice(&w.packed[..PUBLIC_INPUTS]);
-
-        let mut aux = hugevec::zeroed(aux_len);
-        aux.par_chunks_mut(CHUNK).enumerate().for_each(|(c, out)| {
-            for (k, v) in out.iter_mut().enumerate() {
-                *v = w.value(c * CHUNK + k);
-            }
-        });
+        let (input, aux) = self.assignments(&w);
 
         let n = shape.domain();
         let (mut a, mut b, mut c) = (hugevec::zeroed(n), hugevec::zeroed(n), hugevec::zeroed(n));
@@ -433,6 +462,23 @@ mod tests {
             for i in 0..direct.num_constraints() {
                 assert_eq!(direct.a[i] * direct.b[i], direct.c[i], "row {i} at 2^{log}");
             }
+        }
+    }
+
+    /// The witness-only synthesis, evaluated from the shape's matrices, is the direct one;
+    /// a witness that breaks a row is refused.
+    #[test]
+    fn witness_only_synthesis_evaluates_to_the_direct_one() {
+        for (log, seed) in [(MIN_LOG, 3), (13, 5)] {
+            let circuit = PorepShaped::new(log, seed);
+            let mut s = circuit.synthesize_witness().unwrap();
+            assert!(s.deferred.is_some() && s.a.is_empty());
+            assert_eq!(s.num_constraints(), 1 << log);
+            let mut broken = s.clone();
+            s.evaluate_deferred().unwrap();
+            assert_eq!(s.first_difference(&circuit.synthesize_direct()), None);
+            broken.aux[4] += Scalar::ONE;
+            assert!(broken.evaluate_deferred().is_err());
         }
     }
 

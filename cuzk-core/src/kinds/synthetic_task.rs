@@ -142,7 +142,16 @@ impl ProofTask for SyntheticTask {
                     Ok::<_, Error>(SyntheticCircuit::new(self.log_size, seed))
                 })
             }
-            SyntheticShape::Porep => Ok(PorepShaped::new(self.log_size, seed).synthesize_direct()),
+            SyntheticShape::Porep => {
+                let circuit = PorepShaped::new(self.log_size, seed);
+                Ok(if crate::synth::defers_abc() {
+                    circuit
+                        .synthesize_witness()
+                        .map_err(|e| Error::Internal(format!("PoRep-shaped matrices: {e}")))?
+                } else {
+                    circuit.synthesize_direct()
+                })
+            }
         }
     }
 

@@ -17,6 +17,7 @@
 mod cache;
 mod eval;
 mod file;
+mod from_rows;
 mod record;
 
 use blstrs::Scalar;
@@ -26,6 +27,7 @@ use crate::synth::Density;
 pub use cache::{MatrixCache, RecordTicket, Recorded};
 pub use eval::{evaluate, Evaluated};
 pub use file::{read_matrices, write_matrices, FileError};
+pub use from_rows::matrices_from_rows;
 pub use record::{record_matrices, RecordError, RecordingCs};
 
 /// Column tag of an input variable.
