@@ -34,6 +34,10 @@ pub struct PartitionShape {
     pub a_aux: usize,
     pub b_inputs: usize,
     pub b_aux: usize,
+    /// a, b, c are on the host (false: left to the device step, `Synthesized::deferred`,
+    /// which evaluates them where they are used). A bound made before synthesis says true:
+    /// the first partition of a shape records its matrices and holds a, b, c.
+    pub abc_on_host: bool,
 }
 
 impl PartitionShape {
@@ -52,6 +56,7 @@ impl PartitionShape {
             a_aux: params.a.len().saturating_sub(inputs).min(aux),
             b_inputs: inputs.min(params.b_g1.len()),
             b_aux: aux.min(params.b_g1.len()),
+            abc_on_host: true,
         }
     }
 
@@ -64,6 +69,7 @@ impl PartitionShape {
             a_aux: synth.a_aux_density.total(),
             b_inputs: synth.b_input_density.total(),
             b_aux: synth.b_aux_density.total(),
+            abc_on_host: synth.deferred.is_none(),
         }
     }
 }
@@ -105,8 +111,13 @@ pub fn partition_peak_bytes(shape: &PartitionShape, copies: HostCopies) -> u64 {
         ],
         HostCopies::Cuda => [
             // H: a, b, c as synthesized, until the upload (through the device's pinned
-            // staging) has taken them; padding, transforms and h are on the device.
-            s(3 * shape.constraints),
+            // staging) has taken them; padding, transforms and h are on the device. None
+            // when they were deferred: the device evaluates them from the uploaded aux.
+            if shape.abc_on_host {
+                s(3 * shape.constraints)
+            } else {
+                0
+            },
             // The MSMs: aux is uploaded once and selected on the device. On the host: B's
             // input selection, and the rank table of a selection (one u32 per 64 variables).
             s(shape.b_inputs) + shape.aux.div_ceil(64) as u64 * 4,
@@ -137,6 +148,7 @@ mod tests {
             a_aux: 110_000_000,
             b_inputs: 1,
             b_aux: 60_000_000,
+            abc_on_host: true,
         }
     }
 
@@ -159,6 +171,33 @@ mod tests {
         assert!(cpu - vectors >= 6 << 30);
     }
 
+    /// A partition whose a, b, c the device evaluates holds little more than its assignment
+    /// on CUDA (at 32 GiB: ~4 GB instead of ~17 GB); the CPU, which would evaluate them on
+    /// the host, still counts them.
+    #[test]
+    fn deferred_abc_is_not_counted_on_cuda() {
+        let host = porep_32g();
+        let deferred = PartitionShape {
+            abc_on_host: false,
+            ..host
+        };
+        let held = (2 * host.inputs + host.aux) as u64 * SCALAR;
+        let rank = host.aux.div_ceil(64) as u64 * 4;
+        assert_eq!(
+            partition_peak_bytes(&deferred, HostCopies::Cuda),
+            held + host.b_inputs as u64 * SCALAR + rank
+        );
+        assert!(
+            partition_peak_bytes(&host, HostCopies::Cuda)
+                - partition_peak_bytes(&deferred, HostCopies::Cuda)
+                > 11 << 30
+        );
+        assert_eq!(
+            partition_peak_bytes(&deferred, HostCopies::Cpu),
+            partition_peak_bytes(&host, HostCopies::Cpu)
+        );
+    }
+
     #[test]
     fn later_phases_can_dominate_small_domains() {
         // Many aux variables over a small domain: the A phase is the peak on the CPU.
@@ -170,6 +209,7 @@ mod tests {
             a_aux: 100,
             b_inputs: 1,
             b_aux: 10,
+            abc_on_host: true,
         };
         let held = (2 + 100 + 2) as u64 * SCALAR;
         assert_eq!(

@@ -42,15 +42,6 @@ impl Density {
         d
     }
 
-    /// A set over `len` variables, no members yet.
-    pub(crate) fn with_len(len: usize) -> Self {
-        Density {
-            words: vec![0; len.div_ceil(64)],
-            len,
-            total: 0,
-        }
-    }
-
     /// A set from its bitmap (bit i % 64 of word i / 64 is variable i).
     pub(crate) fn from_words(words: Vec<u64>, len: usize) -> Self {
         debug_assert_eq!(words.len(), len.div_ceil(64));

@@ -1,12 +1,17 @@
 //! Synthesis today (`synthesize_partition`: linear combinations built and evaluated in every
 //! enforce call) against the matrices path (witness only, then a, b, c from the constraint
 //! matrices recorded once per circuit shape), on the same partitions in one run: real 2 KiB
-//! PoRep, WinningPoSt, WindowPoSt and SnapDeals partitions, and synthetic circuits.
+//! PoRep, WinningPoSt, WindowPoSt and SnapDeals partitions, and synthetic circuits. For the
+//! PoRep-shaped kind (`--porep-shaped 20,24`), which is never synthesized through bellpepper,
+//! the two paths are its direct synthesis (the witness and a, b, c on every core) and its
+//! witness alone, a, b, c left to the device (evaluated here from its matrices afterwards,
+//! only to check them; the `a/b/c` column).
 //!
 //! Each path's result must be identical (a, b, c, assignments, densities); any difference,
 //! or a partition the matrices path handed back to full synthesis, exits non-zero.
 //!
 //! usage: synth_compare [--vectors DIR] [--runs N] [--synthetic 16,18] [--kinds porep,...]
+//!                      [--porep-shaped 20,24]
 //!
 //! `--vectors DIR` reads `DIR/<kind>.json` manifests (`cuzk-client gen-vanilla` writes
 //! them), generating the missing ones there; without it, vectors are sealed into a
@@ -17,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use cuzk_core::kinds::porep_shaped::{PorepShape, PorepShaped};
 use cuzk_core::kinds::vectors::{self, Manifest};
 use cuzk_core::kinds::{build_task, ProofTask, SyntheticTask};
 use cuzk_core::synth::{
@@ -42,6 +48,10 @@ struct Args {
         default_value = "porep,winning,window,snap"
     )]
     kinds: Vec<String>,
+    /// PoRep-shaped kind sizes (log2 of the domain, 10..27): direct synthesis against the
+    /// witness alone; none by default.
+    #[arg(long, value_delimiter = ',')]
+    porep_shaped: Vec<u32>,
 }
 
 struct Row {
@@ -203,6 +213,67 @@ fn compare(name: &str, task: &dyn ProofTask, runs: usize) -> Result<Row, String>
     })
 }
 
+/// The PoRep-shaped kind at 2^log: `full` is its direct synthesis, `new` its witness alone
+/// (what the device step needs), `record` the build of its matrices from its rows, `a/b/c`
+/// their host evaluation from the matrices (checked equal to the direct synthesis). As for
+/// the other circuits, the reference result stays resident through every timed run.
+fn compare_porep_shaped(log: u32, runs: usize) -> Result<Row, String> {
+    let name = format!("porep-sh. 2^{log}");
+    let err = |e: String| format!("{name}: {e}");
+    let t = Instant::now();
+    let m = PorepShape::new(log)
+        .matrices()
+        .map_err(|e| err(e.to_string()))?;
+    let record = t.elapsed();
+    let circuit = PorepShaped::new(log, 7);
+    let reference = circuit.synthesize_direct();
+    let (mut full, mut fast, mut evaluate) = (vec![], vec![], vec![]);
+    let (mut cpu_full, mut cpu_fast) = (vec![], vec![]);
+    let (mut rss_full, mut rss_fast) = (0, 0);
+    for _ in 0..runs {
+        reset_peak_rss();
+        let (t, cpu) = (Instant::now(), cpu_time());
+        let direct = circuit.synthesize_direct();
+        full.push(t.elapsed());
+        cpu_full.push(cpu_time() - cpu);
+        rss_full = rss_full.max(peak_rss());
+        drop(direct);
+        reset_peak_rss();
+        let (t, cpu) = (Instant::now(), cpu_time());
+        let mut witness = circuit
+            .synthesize_witness()
+            .map_err(|e| err(e.to_string()))?;
+        fast.push(t.elapsed());
+        cpu_fast.push(cpu_time() - cpu);
+        rss_fast = rss_fast.max(peak_rss());
+        let t = Instant::now();
+        witness.evaluate_deferred().map_err(err)?;
+        evaluate.push(t.elapsed());
+        check(
+            &name,
+            "witness run",
+            std::slice::from_ref(&reference),
+            std::slice::from_ref(&witness),
+        )?;
+    }
+    let fast = median(fast);
+    Ok(Row {
+        name,
+        constraints: reference.num_constraints(),
+        full: median(full),
+        record,
+        fast,
+        cpu_full: median(cpu_full),
+        cpu_fast: median(cpu_fast),
+        witness: fast,
+        evaluate: median(evaluate),
+        parts: 1,
+        matrix_bytes: m.size_bytes(),
+        rss_full,
+        rss_fast,
+    })
+}
+
 fn manifest(kind: ProofKind, dir: &Path) -> Result<Manifest, String> {
     let path = dir.join(format!("{}.json", kind.as_str()));
     if path.exists() {
@@ -262,6 +333,16 @@ fn main() {
         }
     }
 
+    for &log in &args.porep_shaped {
+        match compare_porep_shaped(log, runs) {
+            Ok(row) => rows.push(row),
+            Err(e) => {
+                eprintln!("MISMATCH: {e}");
+                failed = true;
+            }
+        }
+    }
+
     println!(
         "{:<16} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>8} {:>7} {:>5} {:>8} {:>8} {:>9} {:>9}",
         "circuit",
@@ -308,6 +389,11 @@ fn main() {
             "identical"
         }
     );
+    if !args.porep_shaped.is_empty() {
+        println!(
+            "porep-sh.: full = direct synthesis (witness and a/b/c), new = the witness alone (a/b/c on the device), a/b/c = their host evaluation from the matrices (not in new), record = the matrices built from the rows"
+        );
+    }
     if failed {
         std::process::exit(1);
     }

@@ -1,20 +1,25 @@
 //! Matrices of a circuit that can walk its own rows (`paramgen::RowSource`), built without
 //! synthesizing it: how the PoRep-shaped kind at 2^27 (134M rows, ~730M terms) gets the
-//! matrices a device-side a, b, c evaluation needs, in seconds on every core.
+//! matrices a device-side a, b, c evaluation needs, on every core.
 //!
-//! Two passes over the rows, chunk by chunk in parallel: the first counts each chunk's terms
-//! and gathers its distinct coefficients (so the output is allocated once, at its final
-//! size, and the coefficient table is in a deterministic order: chunk by chunk, first use
-//! first), the second writes every chunk's terms into its own slice of the output.
+//! One walk over the rows, chunk by chunk in parallel, each chunk into arrays of its own with
+//! its own coefficient table; then the tables are merged in chunk order (so the coefficient
+//! table, and with it the digest, does not depend on scheduling) and every chunk is copied
+//! into its slice of the final arrays, its offsets rebased and its coefficient indices
+//! renumbered on the way. (A counting pass first, to write in place, cost a second walk:
+//! the walk, not the copy, is the expensive part.)
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Range;
 
 use bellpepper_core::Index;
 use blstrs::Scalar;
-use ff::{Field, PrimeField};
+use ff::Field;
 use rayon::prelude::*;
 
 use super::{Matrices, Matrix, RecordError, INPUT_COLUMN};
+use crate::backend::cuda::as_limbs;
 use crate::paramgen::{self, RowSource};
 
 /// Rows per parallel task.
@@ -29,41 +34,50 @@ pub fn matrices_from_rows(key: &str, src: &dyn RowSource) -> Result<Matrices, Re
         return Err(RecordError::TooLarge);
     }
     let rows = src.num_rows() + inputs;
-    let chunks: Vec<std::ops::Range<usize>> = (0..rows.div_ceil(CHUNK))
+    let chunks: Vec<Range<usize>> = (0..rows.div_ceil(CHUNK))
         .map(|k| k * CHUNK..rows.min((k + 1) * CHUNK))
         .collect();
+    let locals: Vec<Local> = chunks.par_iter().map(|r| walk(src, r.clone())).collect();
 
-    let counted: Vec<Counted> = chunks.par_iter().map(|r| count(src, r.clone())).collect();
+    // The global coefficient table, and each chunk's renumbering into it.
     let mut coeffs = Vec::new();
-    let mut index: HashMap<[u8; 32], u32> = HashMap::new();
-    for c in &counted {
-        for (repr, k) in &c.coeffs {
-            index.entry(*repr).or_insert_with(|| {
-                coeffs.push(*k);
-                (coeffs.len() - 1) as u32
-            });
-        }
-    }
-    let totals = |f: fn(&Counted) -> [usize; 3]| {
-        counted.iter().fold([0; 3], |t, c| {
-            let n = f(c);
-            [t[0] + n[0], t[1] + n[1], t[2] + n[2]]
+    let mut index: CoeffMap = HashMap::default();
+    let renumber: Vec<Vec<u32>> = locals
+        .iter()
+        .map(|l| {
+            l.coeffs
+                .iter()
+                .map(|k| {
+                    *index.entry(limbs(k)).or_insert_with(|| {
+                        coeffs.push(*k);
+                        (coeffs.len() - 1) as u32
+                    })
+                })
+                .collect()
         })
-    };
-    let (units, scaled) = (totals(|c| c.units), totals(|c| c.scaled));
-    if units.iter().chain(&scaled).any(|&n| n > u32::MAX as usize) {
+        .collect();
+    let total = |f: fn(&Part) -> usize, m: usize| locals.iter().map(|l| f(&l.parts[m])).sum();
+    let mut mats: [Matrix; 3] = std::array::from_fn(|m| {
+        let (units, scaled) = (
+            total(|p| p.unit_cols.len(), m),
+            total(|p| p.scaled_cols.len(), m),
+        );
+        Matrix {
+            unit_start: vec![0; rows + 1],
+            unit_cols: vec![0; units],
+            scaled_start: vec![0; rows + 1],
+            scaled_cols: vec![0; scaled],
+            scaled_coeffs: vec![0; scaled],
+        }
+    });
+    if mats
+        .iter()
+        .any(|m| m.unit_cols.len().max(m.scaled_cols.len()) > u32::MAX as usize)
+    {
         return Err(RecordError::TooLarge);
     }
 
-    let mut mats: [Matrix; 3] = std::array::from_fn(|m| Matrix {
-        unit_start: vec![0; rows + 1],
-        unit_cols: vec![0; units[m]],
-        scaled_start: vec![0; rows + 1],
-        scaled_cols: vec![0; scaled[m]],
-        scaled_coeffs: vec![0; scaled[m]],
-    });
     // Each chunk's slices of the three matrices, cut in chunk order.
-    let mut views: Vec<[View; 3]> = Vec::with_capacity(chunks.len());
     let mut rest: [Rest; 3] = mats.each_mut().map(|m| Rest {
         unit_start: &mut m.unit_start[1..],
         unit_cols: &mut m.unit_cols,
@@ -71,53 +85,103 @@ pub fn matrices_from_rows(key: &str, src: &dyn RowSource) -> Result<Matrices, Re
         scaled_cols: &mut m.scaled_cols,
         scaled_coeffs: &mut m.scaled_coeffs,
     });
-    let mut base = ([0usize; 3], [0usize; 3]);
-    for (r, c) in chunks.iter().zip(&counted) {
-        let view = std::array::from_fn(|m| {
-            let v = rest[m].take(r.len(), c.units[m], c.scaled[m], base.0[m], base.1[m]);
-            base.0[m] += c.units[m];
-            base.1[m] += c.scaled[m];
+    let mut base = [(0usize, 0usize); 3];
+    let mut views: Vec<[View; 3]> = Vec::with_capacity(chunks.len());
+    for (r, l) in chunks.iter().zip(&locals) {
+        views.push(std::array::from_fn(|m| {
+            let p = &l.parts[m];
+            let v = rest[m].take(r.len(), p.unit_cols.len(), p.scaled_cols.len(), base[m]);
+            base[m].0 += p.unit_cols.len();
+            base[m].1 += p.scaled_cols.len();
             v
-        });
-        views.push(view);
+        }));
     }
-    chunks
+    locals
         .into_par_iter()
         .zip(views)
-        .for_each(|(r, view)| fill(src, r, view, &index));
+        .zip(renumber)
+        .for_each(|((l, view), renumber)| {
+            for (p, v) in l.parts.iter().zip(view) {
+                v.fill(p, &renumber);
+            }
+        });
 
     Ok(Matrices::new(key.to_string(), inputs, aux, mats, coeffs))
 }
 
-/// What the first pass learns of one chunk of rows.
-struct Counted {
-    units: [usize; 3],
-    scaled: [usize; 3],
-    /// Its distinct coefficients other than one, in first-use order.
-    coeffs: Vec<([u8; 32], Scalar)>,
+/// Coefficients by their Montgomery limbs (unique per field element, so equal limbs are
+/// equal values), hashed by a fold of the limbs: SipHash over the canonical encoding was a
+/// third of the walk.
+type CoeffMap = HashMap<[u64; 4], u32, BuildHasherDefault<LimbHasher>>;
+
+fn limbs(k: &Scalar) -> [u64; 4] {
+    as_limbs(std::slice::from_ref(k))[0]
 }
 
-fn count(src: &dyn RowSource, rows: std::ops::Range<usize>) -> Counted {
-    let mut c = Counted {
-        units: [0; 3],
-        scaled: [0; 3],
+#[derive(Default)]
+struct LimbHasher(u64);
+
+impl Hasher for LimbHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..b.len()].copy_from_slice(b);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// One chunk of one matrix, as the walk leaves it: row ends relative to the chunk, and
+/// coefficient indices into the chunk's own table.
+#[derive(Default)]
+struct Part {
+    unit_end: Vec<u32>,
+    unit_cols: Vec<u32>,
+    scaled_end: Vec<u32>,
+    scaled_cols: Vec<u32>,
+    scaled_coeffs: Vec<u32>,
+}
+
+/// One chunk of rows, walked.
+struct Local {
+    parts: [Part; 3],
+    /// Its distinct coefficients other than one, in first-use order.
+    coeffs: Vec<Scalar>,
+}
+
+fn walk(src: &dyn RowSource, rows: Range<usize>) -> Local {
+    let mut l = Local {
+        parts: Default::default(),
         coeffs: Vec::new(),
     };
-    let mut seen = HashSet::new();
+    let mut index: CoeffMap = HashMap::default();
     for i in rows {
-        row_terms(src, i, &mut |m, _, k| {
+        row_terms(src, i, &mut |m, col, k| {
+            let p = &mut l.parts[m];
             if k == Scalar::ONE {
-                c.units[m] += 1;
+                p.unit_cols.push(col);
             } else {
-                c.scaled[m] += 1;
-                let repr = k.to_repr();
-                if seen.insert(repr) {
-                    c.coeffs.push((repr, k));
+                let next = l.coeffs.len() as u32;
+                let idx = *index.entry(limbs(&k)).or_insert(next);
+                if idx == next {
+                    l.coeffs.push(k);
                 }
+                p.scaled_cols.push(col);
+                p.scaled_coeffs.push(idx);
             }
         });
+        for p in &mut l.parts {
+            p.unit_end.push(p.unit_cols.len() as u32);
+            p.scaled_end.push(p.scaled_cols.len() as u32);
+        }
     }
-    c
+    l
 }
 
 /// Row i's non-zero terms as (matrix 0..3, column, coefficient); rows past the source's are
@@ -144,15 +208,31 @@ fn row_terms(src: &dyn RowSource, i: usize, term: &mut dyn FnMut(usize, u32, Sca
     });
 }
 
-/// One chunk's part of one matrix: its rows' end offsets (global), its terms.
+/// One chunk's slices of one matrix's final arrays, and where its terms start in them.
 struct View<'a> {
     unit_end: &'a mut [u32],
     unit_cols: &'a mut [u32],
     scaled_end: &'a mut [u32],
     scaled_cols: &'a mut [u32],
     scaled_coeffs: &'a mut [u32],
-    unit_base: usize,
-    scaled_base: usize,
+    base: (usize, usize),
+}
+
+impl View<'_> {
+    fn fill(self, p: &Part, renumber: &[u32]) {
+        let (units, scaled) = (self.base.0 as u32, self.base.1 as u32);
+        for (out, &e) in self.unit_end.iter_mut().zip(&p.unit_end) {
+            *out = units + e;
+        }
+        for (out, &e) in self.scaled_end.iter_mut().zip(&p.scaled_end) {
+            *out = scaled + e;
+        }
+        self.unit_cols.copy_from_slice(&p.unit_cols);
+        self.scaled_cols.copy_from_slice(&p.scaled_cols);
+        for (out, &k) in self.scaled_coeffs.iter_mut().zip(&p.scaled_coeffs) {
+            *out = renumber[k as usize];
+        }
+    }
 }
 
 /// What is left of one matrix's arrays to hand out.
@@ -165,14 +245,7 @@ struct Rest<'a> {
 }
 
 impl<'a> Rest<'a> {
-    fn take(
-        &mut self,
-        rows: usize,
-        units: usize,
-        scaled: usize,
-        unit_base: usize,
-        scaled_base: usize,
-    ) -> View<'a> {
+    fn take(&mut self, rows: usize, units: usize, scaled: usize, base: (usize, usize)) -> View<'a> {
         fn cut<'a>(s: &mut &'a mut [u32], n: usize) -> &'a mut [u32] {
             let (head, tail) = std::mem::take(s).split_at_mut(n);
             *s = tail;
@@ -184,34 +257,7 @@ impl<'a> Rest<'a> {
             scaled_end: cut(&mut self.scaled_start, rows),
             scaled_cols: cut(&mut self.scaled_cols, scaled),
             scaled_coeffs: cut(&mut self.scaled_coeffs, scaled),
-            unit_base,
-            scaled_base,
-        }
-    }
-}
-
-fn fill(
-    src: &dyn RowSource,
-    rows: std::ops::Range<usize>,
-    mut view: [View; 3],
-    index: &HashMap<[u8; 32], u32>,
-) {
-    let mut at = [(0usize, 0usize); 3];
-    for (r, i) in rows.enumerate() {
-        row_terms(src, i, &mut |m, col, k| {
-            let (v, (u, s)) = (&mut view[m], &mut at[m]);
-            if k == Scalar::ONE {
-                v.unit_cols[*u] = col;
-                *u += 1;
-            } else {
-                v.scaled_cols[*s] = col;
-                v.scaled_coeffs[*s] = index[&k.to_repr()];
-                *s += 1;
-            }
-        });
-        for (v, &(u, s)) in view.iter_mut().zip(&at) {
-            v.unit_end[r] = (v.unit_base + u) as u32;
-            v.scaled_end[r] = (v.scaled_base + s) as u32;
+            base,
         }
     }
 }

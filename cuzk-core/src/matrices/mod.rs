@@ -21,6 +21,7 @@ mod from_rows;
 mod record;
 
 use blstrs::Scalar;
+use rayon::prelude::*;
 
 use crate::synth::Density;
 
@@ -98,17 +99,34 @@ impl Matrix {
             + self.scaled_coeffs.len())
     }
 
-    /// Every column the matrix uses, as input and aux densities.
+    /// Every column the matrix uses, as input and aux densities: marked in parallel into
+    /// atomic bitmaps (at 2^27 a PoRep-shaped A holds ~270M columns).
     fn densities(&self, inputs: usize, aux: usize) -> (Density, Density) {
-        let (mut di, mut da) = (Density::with_len(inputs), Density::with_len(aux));
-        for &c in self.unit_cols.iter().chain(&self.scaled_cols) {
-            if c & INPUT_COLUMN != 0 {
-                di.insert((c & !INPUT_COLUMN) as usize);
-            } else {
-                da.insert(c as usize);
-            }
+        use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+        let bitmap = |n: usize| -> Vec<AtomicU64> {
+            (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect()
+        };
+        let (di, da) = (bitmap(inputs), bitmap(aux));
+        for cols in [&self.unit_cols, &self.scaled_cols] {
+            cols.par_chunks(1 << 16).for_each(|cols| {
+                for &c in cols {
+                    let (map, i) = if c & INPUT_COLUMN != 0 {
+                        (&di, (c & !INPUT_COLUMN) as usize)
+                    } else {
+                        (&da, c as usize)
+                    };
+                    let bit = 1u64 << (i % 64);
+                    // Most variables appear in several rows: read before writing.
+                    if map[i / 64].load(Relaxed) & bit == 0 {
+                        map[i / 64].fetch_or(bit, Relaxed);
+                    }
+                }
+            });
         }
-        (di, da)
+        let take = |map: Vec<AtomicU64>, n| {
+            Density::from_words(map.into_iter().map(AtomicU64::into_inner).collect(), n)
+        };
+        (take(di, inputs), take(da, aux))
     }
 }
 
