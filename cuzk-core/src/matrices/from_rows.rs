@@ -78,10 +78,9 @@ pub fn matrices_from_rows(key: &str, src: &dyn RowSource) -> Result<Matrices, Re
     }
 
     // Each chunk's slices of the three matrices, cut in chunk order.
-    let mut rest: [Rest; 3] = mats.each_mut().map(|m| Rest {
-        unit_start: &mut m.unit_start[1..],
+    let mut rest: [Slices; 3] = mats.each_mut().map(|m| Slices {
+        row_ends: [&mut m.unit_start[1..], &mut m.scaled_start[1..]],
         unit_cols: &mut m.unit_cols,
-        scaled_start: &mut m.scaled_start[1..],
         scaled_cols: &mut m.scaled_cols,
         scaled_coeffs: &mut m.scaled_coeffs,
     });
@@ -208,55 +207,61 @@ fn row_terms(src: &dyn RowSource, i: usize, term: &mut dyn FnMut(usize, u32, Sca
     });
 }
 
-/// One chunk's slices of one matrix's final arrays, and where its terms start in them.
-struct View<'a> {
-    unit_end: &'a mut [u32],
+/// Slices of one matrix's final arrays: what is left to hand out (row starts from row 1 on,
+/// i.e. row ends), or one chunk's share of it.
+struct Slices<'a> {
+    row_ends: [&'a mut [u32]; 2],
     unit_cols: &'a mut [u32],
-    scaled_end: &'a mut [u32],
     scaled_cols: &'a mut [u32],
     scaled_coeffs: &'a mut [u32],
+}
+
+/// One chunk's slices, and where its unit and scaled terms start in the matrix.
+struct View<'a> {
+    slices: Slices<'a>,
     base: (usize, usize),
 }
 
 impl View<'_> {
     fn fill(self, p: &Part, renumber: &[u32]) {
-        let (units, scaled) = (self.base.0 as u32, self.base.1 as u32);
-        for (out, &e) in self.unit_end.iter_mut().zip(&p.unit_end) {
-            *out = units + e;
+        let Slices {
+            row_ends: [unit_end, scaled_end],
+            unit_cols,
+            scaled_cols,
+            scaled_coeffs,
+        } = self.slices;
+        for (ends, local, base) in [
+            (unit_end, &p.unit_end, self.base.0),
+            (scaled_end, &p.scaled_end, self.base.1),
+        ] {
+            for (out, &e) in ends.iter_mut().zip(local) {
+                *out = base as u32 + e;
+            }
         }
-        for (out, &e) in self.scaled_end.iter_mut().zip(&p.scaled_end) {
-            *out = scaled + e;
-        }
-        self.unit_cols.copy_from_slice(&p.unit_cols);
-        self.scaled_cols.copy_from_slice(&p.scaled_cols);
-        for (out, &k) in self.scaled_coeffs.iter_mut().zip(&p.scaled_coeffs) {
+        unit_cols.copy_from_slice(&p.unit_cols);
+        scaled_cols.copy_from_slice(&p.scaled_cols);
+        for (out, &k) in scaled_coeffs.iter_mut().zip(&p.scaled_coeffs) {
             *out = renumber[k as usize];
         }
     }
 }
 
-/// What is left of one matrix's arrays to hand out.
-struct Rest<'a> {
-    unit_start: &'a mut [u32],
-    unit_cols: &'a mut [u32],
-    scaled_start: &'a mut [u32],
-    scaled_cols: &'a mut [u32],
-    scaled_coeffs: &'a mut [u32],
-}
-
-impl<'a> Rest<'a> {
+impl<'a> Slices<'a> {
+    /// The next chunk's share: `rows` rows, `units` unit and `scaled` scaled terms.
     fn take(&mut self, rows: usize, units: usize, scaled: usize, base: (usize, usize)) -> View<'a> {
         fn cut<'a>(s: &mut &'a mut [u32], n: usize) -> &'a mut [u32] {
             let (head, tail) = std::mem::take(s).split_at_mut(n);
             *s = tail;
             head
         }
+        let [u, s] = &mut self.row_ends;
         View {
-            unit_end: cut(&mut self.unit_start, rows),
-            unit_cols: cut(&mut self.unit_cols, units),
-            scaled_end: cut(&mut self.scaled_start, rows),
-            scaled_cols: cut(&mut self.scaled_cols, scaled),
-            scaled_coeffs: cut(&mut self.scaled_coeffs, scaled),
+            slices: Slices {
+                row_ends: [cut(u, rows), cut(s, rows)],
+                unit_cols: cut(&mut self.unit_cols, units),
+                scaled_cols: cut(&mut self.scaled_cols, scaled),
+                scaled_coeffs: cut(&mut self.scaled_coeffs, scaled),
+            },
             base,
         }
     }
