@@ -25,6 +25,7 @@ pub mod matrix_synth;
 pub mod metrics;
 pub mod paramgen;
 pub mod pipeline;
+pub mod pools;
 pub mod prove;
 pub mod queue;
 pub mod record;

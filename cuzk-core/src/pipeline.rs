@@ -128,9 +128,17 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
             if !shared.test_hooks.synthesis_delay.is_zero() {
                 std::thread::sleep(shared.test_hooks.synthesis_delay);
             }
-            crate::synth::with_options(synthesis_options(&shared, on_cpu), || {
-                job.task.synthesize(index)
-            })
+            let synthesize = || {
+                crate::synth::with_options(synthesis_options(&shared, on_cpu), || {
+                    job.task.synthesize(index)
+                })
+            };
+            // Urgent work on a pool of its own, not behind the load's tasks (pools.rs).
+            if crate::budget::is_urgent(job.priority) {
+                crate::pools::urgent().install(synthesize)
+            } else {
+                synthesize()
+            }
         });
         let ms = t.elapsed().as_secs_f64() * 1e3;
         let synth = match result {
@@ -424,7 +432,8 @@ pub fn finalize_worker(shared: Arc<Shared>) {
             continue;
         }
         let job = work.job.clone();
-        if let Err(e) = finalize(&shared, work) {
+        // On a pool of its own: verification spawns rayon tasks (pools.rs).
+        if let Err(e) = crate::pools::finalize().install(|| finalize(&shared, work)) {
             shared.fail(&job, e);
         }
     }

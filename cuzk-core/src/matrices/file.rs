@@ -112,7 +112,7 @@ pub(super) fn digest(m: &Matrices) -> [u8; 32] {
             h.update((v.len() as u64).to_le_bytes());
             let blocks: Vec<[u8; 32]> = v
                 .par_chunks(DIGEST_BLOCK / 4)
-                .map(|block| Sha256::digest(&le_bytes(block)).into())
+                .map(|block| Sha256::digest(le_bytes(block)).into())
                 .collect();
             for b in &blocks {
                 h.update(b);
