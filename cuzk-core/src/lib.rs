@@ -19,6 +19,7 @@ pub mod job;
 pub mod jobs;
 pub mod journal;
 pub mod kinds;
+pub mod limbs;
 pub mod loading;
 pub mod matrices;
 pub mod matrix_synth;

@@ -5,7 +5,7 @@
 //! the kernels use exactly that representation: vectors are reinterpreted, never converted.
 
 use blstrs::{G1Projective, G2Projective, Scalar};
-use cuzk_kernels::{DeviceScalars, GpuDevice, GpuError, Limbs};
+use cuzk_kernels::{DeviceScalars, GpuDevice, GpuError};
 use ff::Field;
 
 use super::{Backend, BackendError, G1Bases, G2Bases, ScalarVec};
@@ -17,31 +17,17 @@ use crate::synth::Density;
 pub use cuzk_kernels as kernels;
 pub use cuzk_kernels::GpuInfo;
 
+pub use crate::limbs::as_limbs;
+use crate::limbs::as_limbs_mut;
+
 #[path = "cuda_msm.rs"]
 pub mod msm;
 #[path = "cuda_r1cs.rs"]
 mod r1cs;
 pub use r1cs::csr_parts;
 
-const _: () = assert!(std::mem::size_of::<Scalar>() == std::mem::size_of::<Limbs>());
-const _: () = assert!(std::mem::align_of::<Scalar>() == std::mem::align_of::<Limbs>());
-
 pub(crate) fn device_error(e: GpuError) -> BackendError {
     BackendError::Device(e.to_string())
-}
-
-/// Scalars as the kernels' limbs, without copying.
-pub fn as_limbs(s: &[Scalar]) -> &[Limbs] {
-    // SAFETY: same size and alignment (asserted above); Scalar is repr(transparent) over
-    // blst_fr, a repr(C) struct holding exactly [u64; 4]; every bit pattern is a valid Limbs.
-    unsafe { std::slice::from_raw_parts(s.as_ptr() as *const Limbs, s.len()) }
-}
-
-/// Scalars as limbs for the kernels to write. Only ever filled by our kernels, which write
-/// fully reduced Montgomery values, so the scalars stay valid.
-fn as_limbs_mut(s: &mut [Scalar]) -> &mut [Limbs] {
-    // SAFETY: as in as_limbs.
-    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut Limbs, s.len()) }
 }
 
 /// One GPU, driven through cuzk-kernels.

@@ -115,28 +115,39 @@ impl PorepShape {
     /// The shape's constraint matrices, built from its rows once per size and kept (7.2 GiB
     /// at 2^27): what a device-side evaluation of a, b, c reads.
     pub fn matrices(&self) -> Result<Arc<Matrices>, RecordError> {
-        static CACHE: OnceLock<Mutex<HashMap<u32, Arc<Matrices>>>> = OnceLock::new();
-        // Held while building, so that two workers never build the same size twice.
-        let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
-        if let Some(m) = cache.get(&self.log_size) {
-            return Ok(m.clone());
-        }
-        let m = Arc::new(matrices_from_rows(&Self::srs_id(self.log_size), self)?);
-        cache.insert(self.log_size, m.clone());
-        Ok(m)
+        static CACHE: PerSize<Matrices> = OnceLock::new();
+        per_size(&CACHE, self.log_size, || {
+            matrices_from_rows(&Self::srs_id(self.log_size), self)
+        })
     }
 
     /// The A and B densities (the same for every witness), computed once per size.
     fn densities(&self) -> Arc<Densities> {
-        static CACHE: OnceLock<Mutex<HashMap<u32, Arc<Densities>>>> = OnceLock::new();
-        let cache = CACHE.get_or_init(Default::default);
-        if let Some(d) = cache.lock().unwrap().get(&self.log_size) {
-            return d.clone();
-        }
-        let d = Arc::new(Densities::walk(self));
-        cache.lock().unwrap().insert(self.log_size, d.clone());
-        d
+        static CACHE: PerSize<Densities> = OnceLock::new();
+        let d = per_size(&CACHE, self.log_size, || {
+            Ok::<_, std::convert::Infallible>(Densities::walk(self))
+        });
+        d.unwrap_or_else(|never| match never {})
     }
+}
+
+/// What depends on the size alone, kept once computed.
+type PerSize<T> = OnceLock<Mutex<HashMap<u32, Arc<T>>>>;
+
+/// `cache`'s entry for `log_size`, built by `build` the first time; the lock is held while
+/// building, so that two workers never build the same size twice.
+fn per_size<T, E>(
+    cache: &PerSize<T>,
+    log_size: u32,
+    build: impl FnOnce() -> Result<T, E>,
+) -> Result<Arc<T>, E> {
+    let mut cache = cache.get_or_init(Default::default).lock().unwrap();
+    if let Some(v) = cache.get(&log_size) {
+        return Ok(v.clone());
+    }
+    let v = Arc::new(build()?);
+    cache.insert(log_size, v.clone());
+    Ok(v)
 }
 
 impl RowSource for PorepShape {

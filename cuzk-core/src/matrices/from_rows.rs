@@ -9,8 +9,6 @@
 //! renumbered on the way. (A counting pass first, to write in place, cost a second walk:
 //! the walk, not the copy, is the expensive part.)
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
 use bellpepper_core::Index;
@@ -18,8 +16,7 @@ use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
 
-use super::{Matrices, Matrix, RecordError, INPUT_COLUMN};
-use crate::backend::cuda::as_limbs;
+use super::{CoeffTable, Matrices, Matrix, RecordError, INPUT_COLUMN};
 use crate::paramgen::{self, RowSource};
 
 /// Rows per parallel task.
@@ -40,23 +37,12 @@ pub fn matrices_from_rows(key: &str, src: &dyn RowSource) -> Result<Matrices, Re
     let locals: Vec<Local> = chunks.par_iter().map(|r| walk(src, r.clone())).collect();
 
     // The global coefficient table, and each chunk's renumbering into it.
-    let mut coeffs = Vec::new();
-    let mut index: CoeffMap = HashMap::default();
+    let mut coeffs = CoeffTable::default();
     let renumber: Vec<Vec<u32>> = locals
         .iter()
-        .map(|l| {
-            l.coeffs
-                .iter()
-                .map(|k| {
-                    *index.entry(limbs(k)).or_insert_with(|| {
-                        coeffs.push(*k);
-                        (coeffs.len() - 1) as u32
-                    })
-                })
-                .collect()
-        })
+        .map(|l| l.coeffs.coeffs().iter().map(|k| coeffs.intern(k)).collect())
         .collect();
-    let total = |f: fn(&Part) -> usize, m: usize| locals.iter().map(|l| f(&l.parts[m])).sum();
+    let total = |f: fn(&Matrix) -> usize, m: usize| locals.iter().map(|l| f(&l.parts[m])).sum();
     let mut mats: [Matrix; 3] = std::array::from_fn(|m| {
         let (units, scaled) = (
             total(|p| p.unit_cols.len(), m),
@@ -105,79 +91,35 @@ pub fn matrices_from_rows(key: &str, src: &dyn RowSource) -> Result<Matrices, Re
             }
         });
 
-    Ok(Matrices::new(key.to_string(), inputs, aux, mats, coeffs))
+    Ok(Matrices::new(
+        key.to_string(),
+        inputs,
+        aux,
+        mats,
+        coeffs.into_vec(),
+    ))
 }
 
-/// Coefficients by their Montgomery limbs (unique per field element, so equal limbs are
-/// equal values), hashed by a fold of the limbs: SipHash over the canonical encoding was a
-/// third of the walk.
-type CoeffMap = HashMap<[u64; 4], u32, BuildHasherDefault<LimbHasher>>;
-
-fn limbs(k: &Scalar) -> [u64; 4] {
-    as_limbs(std::slice::from_ref(k))[0]
-}
-
-#[derive(Default)]
-struct LimbHasher(u64);
-
-impl Hasher for LimbHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..b.len()].copy_from_slice(b);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// One chunk of one matrix, as the walk leaves it: row ends relative to the chunk, and
-/// coefficient indices into the chunk's own table.
-#[derive(Default)]
-struct Part {
-    unit_end: Vec<u32>,
-    unit_cols: Vec<u32>,
-    scaled_end: Vec<u32>,
-    scaled_cols: Vec<u32>,
-    scaled_coeffs: Vec<u32>,
-}
-
-/// One chunk of rows, walked.
+/// One chunk of rows, walked: its part of each matrix (row offsets relative to the chunk),
+/// scaled terms indexing the chunk's own coefficient table.
 struct Local {
-    parts: [Part; 3],
-    /// Its distinct coefficients other than one, in first-use order.
-    coeffs: Vec<Scalar>,
+    parts: [Matrix; 3],
+    coeffs: CoeffTable,
 }
 
 fn walk(src: &dyn RowSource, rows: Range<usize>) -> Local {
     let mut l = Local {
-        parts: Default::default(),
-        coeffs: Vec::new(),
+        parts: std::array::from_fn(|_| Matrix::new()),
+        coeffs: CoeffTable::default(),
     };
-    let mut index: CoeffMap = HashMap::default();
     for i in rows {
         row_terms(src, i, &mut |m, col, k| {
-            let p = &mut l.parts[m];
-            if k == Scalar::ONE {
-                p.unit_cols.push(col);
-            } else {
-                let next = l.coeffs.len() as u32;
-                let idx = *index.entry(limbs(&k)).or_insert(next);
-                if idx == next {
-                    l.coeffs.push(k);
-                }
-                p.scaled_cols.push(col);
-                p.scaled_coeffs.push(idx);
-            }
+            let coeff = (k != Scalar::ONE).then(|| l.coeffs.intern(&k));
+            l.parts[m].push(col, coeff);
         });
         for p in &mut l.parts {
-            p.unit_end.push(p.unit_cols.len() as u32);
-            p.scaled_end.push(p.scaled_cols.len() as u32);
+            // A chunk's offsets are far from 32 bits; the whole is checked when merged.
+            p.end_row();
         }
     }
     l
@@ -223,7 +165,7 @@ struct View<'a> {
 }
 
 impl View<'_> {
-    fn fill(self, p: &Part, renumber: &[u32]) {
+    fn fill(self, p: &Matrix, renumber: &[u32]) {
         let Slices {
             row_ends: [unit_end, scaled_end],
             unit_cols,
@@ -231,8 +173,8 @@ impl View<'_> {
             scaled_coeffs,
         } = self.slices;
         for (ends, local, base) in [
-            (unit_end, &p.unit_end, self.base.0),
-            (scaled_end, &p.scaled_end, self.base.1),
+            (unit_end, &p.unit_start[1..], self.base.0),
+            (scaled_end, &p.scaled_start[1..], self.base.1),
         ] {
             for (out, &e) in ends.iter_mut().zip(local) {
                 *out = base as u32 + e;

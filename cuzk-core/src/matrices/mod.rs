@@ -15,6 +15,7 @@
 //! These arrays are what a device-side evaluator would upload as they are (`MatrixParts`).
 
 mod cache;
+mod coeffs;
 mod eval;
 mod file;
 mod from_rows;
@@ -26,6 +27,7 @@ use rayon::prelude::*;
 use crate::synth::Density;
 
 pub use cache::{MatrixCache, RecordTicket, Recorded};
+use coeffs::CoeffTable;
 pub use eval::{evaluate, Evaluated};
 pub use file::{read_matrices, write_matrices, FileError};
 pub use from_rows::matrices_from_rows;
@@ -58,6 +60,26 @@ impl Matrix {
             scaled_start: vec![0],
             ..Matrix::default()
         }
+    }
+
+    /// Append a term to the row being built: a unit term (None) or a scaled one (its
+    /// coefficient's index).
+    fn push(&mut self, col: u32, coeff: Option<u32>) {
+        match coeff {
+            None => self.unit_cols.push(col),
+            Some(k) => {
+                self.scaled_cols.push(col);
+                self.scaled_coeffs.push(k);
+            }
+        }
+    }
+
+    /// Close the row being built; false once the matrix outgrows its 32-bit offsets.
+    fn end_row(&mut self) -> bool {
+        let (units, scaled) = (self.unit_cols.len(), self.scaled_cols.len());
+        self.unit_start.push(units as u32);
+        self.scaled_start.push(scaled as u32);
+        units.max(scaled) <= u32::MAX as usize
     }
 
     pub fn rows(&self) -> usize {

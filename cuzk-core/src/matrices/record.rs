@@ -2,15 +2,13 @@
 //! combination as a matrix row (and the assignments, so the recording run is also a proof's
 //! synthesis).
 
-use std::collections::HashMap;
-
 use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
 };
 use blstrs::Scalar;
-use ff::{Field, PrimeField};
+use ff::Field;
 
-use super::{Matrices, Matrix, INPUT_COLUMN};
+use super::{CoeffTable, Matrices, Matrix, INPUT_COLUMN};
 use crate::witness::WitnessCs;
 
 /// The constraint system that records. Rows are the circuit's `enforce` calls in order.
@@ -20,8 +18,7 @@ pub struct RecordingCs {
     aux: Vec<Scalar>,
     constraints: usize,
     mats: [Matrix; 3],
-    coeffs: Vec<Scalar>,
-    coeff_index: HashMap<[u8; 32], u32>,
+    coeffs: CoeffTable,
     /// Set when the circuit outgrows the 32-bit layout (a column or an offset); recording
     /// then fails, and the caller synthesizes the old way.
     too_large: bool,
@@ -65,7 +62,13 @@ pub fn record_matrices<C: Circuit<Scalar>>(
         coeffs,
         ..
     } = cs;
-    let matrices = Matrices::new(key.to_string(), input.len(), aux.len(), mats, coeffs);
+    let matrices = Matrices::new(
+        key.to_string(),
+        input.len(),
+        aux.len(),
+        mats,
+        coeffs.into_vec(),
+    );
     Ok((
         matrices,
         WitnessCs {
@@ -82,15 +85,6 @@ impl RecordingCs {
             mats: [Matrix::new(), Matrix::new(), Matrix::new()],
             ..RecordingCs::default()
         }
-    }
-
-    fn intern(&mut self, coeff: &Scalar) -> u32 {
-        let repr = coeff.to_repr();
-        let next = self.coeffs.len() as u32;
-        *self.coeff_index.entry(repr).or_insert_with(|| {
-            self.coeffs.push(*coeff);
-            next
-        })
     }
 
     fn column(&mut self, index: usize, input: bool) -> u32 {
@@ -112,25 +106,16 @@ impl RecordingCs {
                 continue;
             }
             let col = self.column(i, input);
-            if *k == Scalar::ONE {
-                self.mats[m].unit_cols.push(col);
-            } else {
-                let idx = self.intern(k);
-                self.mats[m].scaled_cols.push(col);
-                self.mats[m].scaled_coeffs.push(idx);
-            }
+            let coeff = (*k != Scalar::ONE).then(|| self.coeffs.intern(k));
+            self.mats[m].push(col, coeff);
         }
         self.end_row(m);
     }
 
     fn end_row(&mut self, m: usize) {
-        let mat = &mut self.mats[m];
-        let (units, scaled) = (mat.unit_cols.len(), mat.scaled_cols.len());
-        if units > u32::MAX as usize || scaled > u32::MAX as usize {
+        if !self.mats[m].end_row() {
             self.too_large = true;
         }
-        mat.unit_start.push(units as u32);
-        mat.scaled_start.push(scaled as u32);
     }
 
     /// Append the rows of a sub-system, its columns renumbered into ours: its input 0 (its
@@ -146,7 +131,12 @@ impl RecordingCs {
                 u64::from(INPUT_COLUMN) | (in_base + u64::from(c & !INPUT_COLUMN))
             }
         };
-        let coeff_map: Vec<u32> = other.coeffs.iter().map(|k| self.intern(k)).collect();
+        let coeff_map: Vec<u32> = other
+            .coeffs
+            .coeffs()
+            .iter()
+            .map(|k| self.coeffs.intern(k))
+            .collect();
         for m in 0..3 {
             let theirs = &other.mats[m];
             for r in 0..theirs.rows() {
@@ -156,14 +146,7 @@ impl RecordingCs {
                     if c & !u64::from(INPUT_COLUMN) >= u64::from(INPUT_COLUMN) {
                         self.too_large = true;
                     }
-                    let mat = &mut self.mats[m];
-                    match k {
-                        None => mat.unit_cols.push(c as u32),
-                        Some(k) => {
-                            mat.scaled_cols.push(c as u32);
-                            mat.scaled_coeffs.push(coeff_map[k as usize]);
-                        }
-                    }
+                    self.mats[m].push(c as u32, k.map(|k| coeff_map[k as usize]));
                 }
                 self.end_row(m);
             }
@@ -275,13 +258,13 @@ mod tests {
         // Inputs: one, x1, x2; aux: w, y1, z1, y2, z2.
         assert_eq!(root.input.len(), 3);
         assert_eq!(root.aux.len(), 5);
-        let two = root.intern(&Scalar::from(2u64));
+        let two = root.coeffs.intern(&Scalar::from(2u64));
         let rows = |m: usize, r: usize| root.mats[m].row(r).collect::<Vec<_>>();
         assert_eq!(rows(0, 2), vec![(INPUT_COLUMN | 2, None)]);
         assert_eq!(rows(1, 2), vec![(3, None), (INPUT_COLUMN, Some(two))]);
         assert_eq!(rows(2, 2), vec![(4, None)]);
         // 3, 27 and 2: one table entry each, shared by both sub-systems.
-        assert_eq!(root.coeffs.len(), 3);
+        assert_eq!(root.coeffs.coeffs().len(), 3);
     }
 
     #[test]
