@@ -15,6 +15,10 @@
 #   scripts/device-real-witness.sh abc-final  # params + vectors if missing; abc-check; a
 #                                             # WinningPoSt probe under PoRep load, a/b/c on
 #                                             # the device
+#   scripts/device-real-witness.sh pools      # NTT/H tests and figures; params (vectors from
+#                                             # .device/vec if carried); cuda_filecoin with
+#                                             # uploads pinned in place; the PoRep J=24 sweep;
+#                                             # the probe (urgent pools)
 set -uo pipefail
 phase=${1:?phase: params | check | bench | all | final}
 if [[ $phase == all ]]; then
@@ -82,6 +86,26 @@ bench)
         --daemon-arg=--backend=cuda --daemon-arg=--param-dir="$W/params"
     sed -n '/^| MSM/,$p' "$OUT/gpu_msm.log"
     grep -A4 "^J " "$OUT/bench_porep.log"
+    ;;
+pools)
+    [[ -s .device/vec/porep.json && ! -s $W/vec/porep.json ]] && cp -r .device/vec "$W/vec"
+    [[ -s $W/vec/porep.json ]] || step vectors 120 "$B/cuzk-client" gen-vanilla all \
+        --sector-size 2KiB --out "$W/vec"
+    step cuda_ntt 120 "$B/cuda_ntt" --test-threads=1
+    step cuda_master 120 "$B/cuda_master" --test-threads=1
+    step cuda_abc 60 "$B/cuda_abc" --test-threads=1
+    step gpu_ntt_cpu 120 "$B/gpu_ntt" 20 --reps 5
+    step gpu_ntt 120 env CUZK_BENCH_NO_CPU=1 "$B/gpu_ntt" 22,24,26 --reps 5
+    grep -h -E "^\|" "$OUT/gpu_ntt_cpu.log" "$OUT/gpu_ntt.log"
+    step params 330 "$B/cuzk-client" params generate --sector-size 2KiB --dir "$W/params"
+    step cuda_filecoin 200 env CUZK_PIN_IN_PLACE_MB=1 CUZK_CUDA_FIL_KINDS=porep,winning,window,snap \
+        "$B/cuda_filecoin" --nocapture --test-threads=1
+    grep -h -E "^test |test result" "$OUT/cuda_filecoin.log"
+    abc_bench device
+    step probe 200 "$B/cuzk-client" bench --spawn --load porep:16 --probe winning:60 \
+        --manifest-dir "$W/vec" --log "$OUT/probe-daemon.log" --daemon-arg=--backend=cuda \
+        --daemon-arg=--param-dir="$W/params" --daemon-arg=--synthesis-workers=8
+    tail -12 "$OUT/probe.log"
     ;;
 abc | abc-final)
     if [[ ! -s $W/vec/porep.json ]]; then

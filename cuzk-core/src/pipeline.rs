@@ -362,7 +362,10 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
                 &[
                     ("partition", &index),
                     ("device", &dev),
-                    ("ms", &format!("{:.1}", timings.ntt.as_secs_f64() * 1e3)),
+                    ("ms", &ms(timings.ntt)),
+                    // Of ms, for a deferred partition: the aux upload and the evaluation.
+                    ("upload", &ms(timings.upload)),
+                    ("evaluate", &ms(timings.evaluate)),
                     // Where a, b, c were evaluated: in this step (included in ms), or by
                     // synthesis.
                     (

@@ -38,7 +38,13 @@ pub struct MsmResults {
 /// benchmarks of real partitions break the step down by it).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DeviceTimings {
+    /// The phase before the MSMs: a partition's H polynomial (its NTTs), with a deferred
+    /// partition's aux upload and a, b, c evaluation (`upload`, `evaluate`) included.
     pub ntt: Duration,
+    /// Of `ntt`: the aux assignment to where the MSMs read it (deferred partitions).
+    pub upload: Duration,
+    /// Of `ntt`: a, b, c from the matrices (deferred partitions).
+    pub evaluate: Duration,
     pub msm: Duration,
     pub msms: MsmTimings,
     /// Whether a, b, c were evaluated in the step (from the matrices; `ntt` includes it and
@@ -77,13 +83,15 @@ pub fn prove_on_device(
     } = synth;
 
     let t = Instant::now();
+    let (mut upload, mut evaluate) = (Duration::ZERO, Duration::ZERO);
     // The aux assignment goes where the MSMs read it once, for L and the A and B selections;
     // a partition whose a, b, c were deferred has them evaluated there too, from it.
     let (h_coeffs, aux) = match &deferred {
         None => (backend.h_polynomial_for_msm(a, b, c)?, None),
         Some(m) => {
             let aux = backend.load_scalars(&aux_host)?;
-            let h = backend
+            upload = t.elapsed();
+            let from = backend
                 .h_polynomial_from_matrices(m, &input, &aux)
                 .inspect_err(|e| {
                     if matches!(e, BackendError::Unsatisfied { .. }) {
@@ -94,7 +102,8 @@ pub fn prove_on_device(
                         crate::synth::matrix_cache().evict(&m.key);
                     }
                 })?;
-            (h, Some(aux))
+            evaluate = from.evaluate;
+            (from.h, Some(aux))
         }
     };
     let ntt = t.elapsed();
@@ -157,6 +166,8 @@ pub fn prove_on_device(
         },
         DeviceTimings {
             ntt,
+            upload,
+            evaluate,
             msm,
             msms,
             abc_in_step: deferred.is_some(),

@@ -1,7 +1,6 @@
 // NTT kernels over BLS12-381 Fr, called from kernels/src/ntt.rs. Every vector is in blst_fr
 // layout (Montgomery, R = 2^256). Plans (which passes, which tables) are made on the host.
 #include "ntt/permute.cuh"
-#include "ntt/pointwise.cuh"
 #include "ntt/radix_pass.cuh"
 #include "ntt/radix_regs.cuh"
 
@@ -88,14 +87,9 @@ extern "C" __global__ void ntt_bit_reverse(fr_t* out, const fr_t* in, uint32_t L
     bit_reverse_scaled(out, in, L, table(sc_lo, sc_hi, sc_bits));
 }
 
-extern "C" __global__ void ntt_h_pointwise(fr_t* a, const fr_t* b, const fr_t* c,
-                                           const fr_t* z_inv, uint32_t n)
-{
-    h_pointwise(a, b, c, fr_t::load(z_inv), n);
-}
-
-// Element-wise field operations, for tests and for callers that need a vector op on the
-// device. op: 0 add, 1 sub, 2 mul, 3 square, 4 inverse (zero to zero), 5 negate.
+// Element-wise field operations: the H polynomial's product and difference, tests, and
+// callers that need a vector op on the device. op: 0 add, 1 sub, 2 mul, 3 square, 4 inverse
+// (zero to zero), 5 negate.
 extern "C" __global__ void fr_elementwise(fr_t* out, const fr_t* a, const fr_t* b, uint32_t op,
                                           uint32_t n)
 {

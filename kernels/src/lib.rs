@@ -17,7 +17,7 @@ pub mod r1cs;
 
 pub use device::{GpuDevice, GpuInfo};
 pub use error::{GpuError, Result};
-pub use memory::{DeviceScalars, PinnedScalars};
+pub use memory::{DeviceScalars, HostRegistration, PinnedScalars};
 pub use ntt::Limbs;
 
 mod embedded {

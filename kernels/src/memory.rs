@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{result, CudaContext, CudaStream};
+use cudarc::driver::{result, sys, CudaContext, CudaStream};
 
 use crate::device::GpuDevice;
 use crate::error::{GpuError, Result};
@@ -50,6 +50,56 @@ impl DeviceScalars {
 
     pub fn upload(dev: &GpuDevice, host: &[Limbs]) -> Result<Self> {
         Self::upload_padded(dev, host, host.len())
+    }
+
+    /// As [`DeviceScalars::upload`], or, where `CUZK_PIN_IN_PLACE_MB` is set and `host` is at
+    /// least that large, pinned where it lies and read by the DMA engine directly (see
+    /// [`HostRegistration`]); a vector the driver will not pin is staged. Synchronous either
+    /// way: `host` is free to change or drop when this returns.
+    pub fn upload_large(dev: &GpuDevice, host: &[Limbs]) -> Result<Self> {
+        if std::mem::size_of_val(host) < pin_in_place_bytes() {
+            return Self::upload(dev, host);
+        }
+        match HostRegistration::new(dev, host) {
+            Ok(pin) => {
+                let d = Self::alloc(dev, host.len())?;
+                d.copy_from_registered(dev, &pin, host)?;
+                Ok(d)
+            }
+            // The driver may refuse (a locked-memory limit, a range it cannot map): staging
+            // works for any host memory.
+            Err(_) => Self::upload(dev, host),
+        }
+    }
+
+    /// `host` (inside `pin`'s range) to the start of this vector by DMA on the copy stream,
+    /// in pieces so that the compute stream's next kernel waits only for what it must;
+    /// returns when the whole copy has landed.
+    pub fn copy_from_registered(
+        &self,
+        dev: &GpuDevice,
+        pin: &HostRegistration,
+        host: &[Limbs],
+    ) -> Result<()> {
+        if !pin.covers(host) || host.len() > self.len {
+            return Err(GpuError::Invalid(format!(
+                "copy of {} elements from outside their registration or into {}",
+                host.len(),
+                self.len
+            )));
+        }
+        dev.ctx().bind_to_thread()?;
+        let copy = dev.copy_stream();
+        const PIECE: usize = 1 << 24;
+        for (i, piece) in host.chunks(PIECE).enumerate() {
+            let off = (i * PIECE * ELEM_BYTES) as u64;
+            // SAFETY: the piece is registered (page-locked) host memory that outlives the
+            // copy (we synchronise below); the destination range lies inside this vector.
+            unsafe { result::memcpy_htod_async(self.ptr + off, piece, copy.cu_stream()) }?;
+        }
+        dev.stream().join(copy)?;
+        copy.synchronize()?;
+        Ok(())
     }
 
     /// Copies the first `out.len()` elements to the host.
@@ -200,6 +250,75 @@ impl Drop for PinnedScalars {
         if self.ctx.bind_to_thread().is_ok() {
             // SAFETY: allocated by malloc_host; any DMA that used it was synchronised.
             let _ = unsafe { result::free_host(self.ptr as *mut _) };
+        }
+    }
+}
+
+/// The size from which `upload_large` pins in place: `CUZK_PIN_IN_PLACE_MB`, never by
+/// default. Measured on the H200 (`gpu_upload`, kernels/NOTES.md), 4 GiB staged take 121 ms
+/// (35.6 GB/s: six copy threads keep up with the DMA); pinned in place the DMA alone takes
+/// 79 ms (54.6 GB/s) but registering and unregistering add 105 + 68 ms, so inside a device
+/// step it loses. It pays only where the registration happens off the step.
+fn pin_in_place_bytes() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        match std::env::var("CUZK_PIN_IN_PLACE_MB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+        {
+            Some(mb) if mb > 0 => mb << 20,
+            _ => usize::MAX,
+        }
+    })
+}
+
+/// Host memory the driver has page-locked where it lies (cuMemHostRegister), for DMA
+/// straight from it; unregistered on drop. The memory must outlive the registration and
+/// every copy from it: [`DeviceScalars::copy_from_registered`] synchronises before it
+/// returns, so a registration can be dropped right after its copies.
+pub struct HostRegistration {
+    ptr: usize,
+    bytes: usize,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: a registration is an address range and a context handle, no access to the memory.
+unsafe impl Send for HostRegistration {}
+unsafe impl Sync for HostRegistration {}
+
+impl HostRegistration {
+    pub fn new(dev: &GpuDevice, host: &[Limbs]) -> Result<Self> {
+        let bytes = std::mem::size_of_val(host);
+        if bytes == 0 {
+            return Err(GpuError::Invalid("registration of an empty range".into()));
+        }
+        dev.ctx().bind_to_thread()?;
+        // PORTABLE: pinned for every context, so that any device's copy engine may read it.
+        let flags = sys::CU_MEMHOSTREGISTER_PORTABLE;
+        // SAFETY: a live host range of `bytes`; the driver only locks its pages (the memory
+        // is not written). Unregistered in Drop.
+        unsafe {
+            sys::cuMemHostRegister_v2(host.as_ptr() as *mut std::ffi::c_void, bytes, flags).result()
+        }?;
+        Ok(HostRegistration {
+            ptr: host.as_ptr() as usize,
+            bytes,
+            ctx: dev.ctx().clone(),
+        })
+    }
+
+    /// Whether `host` lies inside this registration.
+    pub fn covers(&self, host: &[Limbs]) -> bool {
+        let start = host.as_ptr() as usize;
+        start >= self.ptr && start + std::mem::size_of_val(host) <= self.ptr + self.bytes
+    }
+}
+
+impl Drop for HostRegistration {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: registered in new; the copies that read it have completed.
+            let _ = unsafe { sys::cuMemHostUnregister(self.ptr as *mut std::ffi::c_void) };
         }
     }
 }

@@ -8,7 +8,7 @@ use blstrs::{G1Projective, G2Projective, Scalar};
 use cuzk_kernels::{DeviceScalars, GpuDevice, GpuError};
 use ff::Field;
 
-use super::{Backend, BackendError, G1Bases, G2Bases, ScalarVec};
+use super::{Backend, BackendError, FromMatrices, G1Bases, G2Bases, ScalarVec};
 use crate::footprint::HostCopies;
 use crate::matrices::Matrices;
 use crate::synth::Density;
@@ -145,20 +145,22 @@ impl Backend for CudaBackend {
         m: &Matrices,
         input: &[Scalar],
         aux: &ScalarVec<'_>,
-    ) -> Result<ScalarVec<'static>, BackendError> {
+    ) -> Result<FromMatrices, BackendError> {
         let uploaded;
         let aux = match aux {
             ScalarVec::Device(d) => d,
             ScalarVec::Host(h) => {
-                uploaded = DeviceScalars::upload(&self.dev, as_limbs(h)).map_err(map_error)?;
+                uploaded =
+                    DeviceScalars::upload_large(&self.dev, as_limbs(h)).map_err(map_error)?;
                 &uploaded
             }
         };
-        r1cs::h_from_matrices(&self.dev, &self.matrices, m, input, aux).map(ScalarVec::Device)
+        r1cs::h_from_matrices(&self.dev, &self.matrices, m, input, aux)
     }
 
     fn load_scalars<'a>(&self, scalars: &'a [Scalar]) -> Result<ScalarVec<'a>, BackendError> {
-        let d = DeviceScalars::upload(&self.dev, as_limbs(scalars)).map_err(map_error)?;
+        // Staged unless CUZK_PIN_IN_PLACE_MB says otherwise (memory.rs: staging wins here).
+        let d = DeviceScalars::upload_large(&self.dev, as_limbs(scalars)).map_err(map_error)?;
         Ok(ScalarVec::Device(d))
     }
 

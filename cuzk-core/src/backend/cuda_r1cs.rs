@@ -11,7 +11,7 @@ use cuzk_kernels::{DeviceScalars, GpuDevice};
 use parking_lot::Mutex;
 
 use super::{as_limbs, device_error};
-use crate::backend::{unsatisfied, BackendError};
+use crate::backend::{unsatisfied, BackendError, FromMatrices, ScalarVec};
 use crate::matrices::Matrices;
 use blstrs::Scalar;
 
@@ -65,7 +65,8 @@ pub fn h_from_matrices(
     m: &Matrices,
     input: &[Scalar],
     aux: &DeviceScalars,
-) -> Result<DeviceScalars, BackendError> {
+) -> Result<FromMatrices, BackendError> {
+    let t = std::time::Instant::now();
     let dm = resident.get(dev, m)?;
     let input = DeviceScalars::upload(dev, as_limbs(input)).map_err(device_error)?;
     let n = m.num_constraints().max(1).next_power_of_two();
@@ -73,9 +74,14 @@ pub fn h_from_matrices(
     if e.unsatisfied != 0 {
         return Err(unsatisfied(m, e.unsatisfied));
     }
+    // The unsatisfied count came back from the device: the evaluation is done.
+    let evaluate = t.elapsed();
     let mut h = cuzk_kernels::ntt::h_polynomial_resident(dev, &mut e.a, &mut e.b, &mut e.c)
         .map_err(device_error)?;
     h.truncate(n - 1);
     dev.synchronize().map_err(device_error)?;
-    Ok(h)
+    Ok(FromMatrices {
+        h: ScalarVec::Device(h),
+        evaluate,
+    })
 }

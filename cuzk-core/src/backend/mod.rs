@@ -88,6 +88,13 @@ impl ScalarVec<'_> {
     }
 }
 
+/// The H polynomial of a deferred partition, and how long a, b, c took to evaluate (the
+/// device step's breakdown in the TIMELINE).
+pub struct FromMatrices {
+    pub h: ScalarVec<'static>,
+    pub evaluate: std::time::Duration,
+}
+
 pub(crate) fn unsatisfied(m: &Matrices, rows: u64) -> BackendError {
     BackendError::Unsatisfied {
         rows,
@@ -154,15 +161,20 @@ pub trait Backend: Send + Sync {
         m: &Matrices,
         input: &[Scalar],
         aux: &ScalarVec<'_>,
-    ) -> Result<ScalarVec<'static>, BackendError> {
+    ) -> Result<FromMatrices, BackendError> {
         let ScalarVec::Host(aux) = aux else {
             return Err(no_device());
         };
+        let t = std::time::Instant::now();
         let e = crate::matrices::evaluate(m, input, aux.as_ref());
         if e.unsatisfied != 0 {
             return Err(unsatisfied(m, e.unsatisfied as u64));
         }
-        self.h_polynomial_for_msm(e.a, e.b, e.c)
+        let evaluate = t.elapsed();
+        Ok(FromMatrices {
+            h: self.h_polynomial_for_msm(e.a, e.b, e.c)?,
+            evaluate,
+        })
     }
 
     /// `scalars` where this backend's MSMs read them, for several MSMs over one vector.

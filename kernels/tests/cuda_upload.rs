@@ -1,0 +1,88 @@
+//! Uploads pinned in place (cuMemHostRegister, DMA straight from the vector) against the
+//! host's own vector: what comes back from the device must be what went up, at sizes that
+//! are not multiples of the copy's pieces, and a registration refuses what it does not cover.
+//!
+//! One test, its parts in sequence: the driver refuses a second registration of a page
+//! already registered, and small vectors of concurrent tests may share pages.
+
+mod common;
+
+use cuzk_kernels::{DeviceScalars, GpuDevice, HostRegistration, Limbs};
+
+/// Above the size the device scripts pin from (CUZK_PIN_IN_PLACE_MB=1 there).
+const LARGE: usize = (256 << 20) / 32 + 1;
+
+fn fresh_limbs(n: usize) -> Vec<Limbs> {
+    common::random_scalars(n, common::fresh_seed())
+        .iter()
+        .map(common::limbs)
+        .collect()
+}
+
+#[test]
+fn uploads_pinned_in_place_are_exact_and_bounded() {
+    let Some(dev) = common::device() else { return };
+    registered_uploads_land_whole_at_odd_sizes(&dev);
+    large_uploads_land_whole_either_way(&dev);
+    registrations_refuse_what_they_do_not_cover(&dev);
+}
+
+fn registered_uploads_land_whole_at_odd_sizes(dev: &GpuDevice) {
+    // 1, a few, one piece (2^24) and a bit, several pieces and a remainder.
+    for n in [1usize, 7, 1 << 20, (1 << 24) + 3, 2 * (1 << 24) + 11] {
+        let host = fresh_limbs(n);
+        let pin = HostRegistration::new(dev, &host).expect("register");
+        let d = DeviceScalars::alloc(dev, n).unwrap();
+        d.copy_from_registered(dev, &pin, &host).unwrap();
+        drop(pin);
+        assert!(
+            d.download(dev).unwrap() == host,
+            "n = {n}: device copy differs"
+        );
+        // A part of a registered vector, into a longer device vector.
+        let pin = HostRegistration::new(dev, &host).unwrap();
+        let part = &host[n / 2..];
+        let d = DeviceScalars::zeros(dev, n + 5).unwrap();
+        d.copy_from_registered(dev, &pin, part).unwrap();
+        let back = d.download(dev).unwrap();
+        assert!(back[..part.len()] == *part, "n = {n}: part differs");
+        assert!(back[part.len()..].iter().all(|l| *l == [0; 4]));
+    }
+}
+
+fn large_uploads_land_whole_either_way(dev: &GpuDevice) {
+    // Pinned in place where CUZK_PIN_IN_PLACE_MB allows, staged otherwise: exact both ways.
+    for n in [LARGE, 1000] {
+        let host = fresh_limbs(n);
+        let d = DeviceScalars::upload_large(dev, &host).unwrap();
+        assert_eq!(d.len(), n);
+        assert!(
+            d.download(dev).unwrap() == host,
+            "n = {n}: device copy differs"
+        );
+    }
+    // The vector may change and go as soon as upload_large returns; the device keeps its copy.
+    let mut host = fresh_limbs(LARGE);
+    let d = DeviceScalars::upload_large(dev, &host).unwrap();
+    let want = host.clone();
+    host.iter_mut().for_each(|l| *l = [0; 4]);
+    drop(host);
+    assert!(d.download(dev).unwrap() == want);
+}
+
+fn registrations_refuse_what_they_do_not_cover(dev: &GpuDevice) {
+    assert!(HostRegistration::new(dev, &[]).is_err(), "an empty range");
+    let host = fresh_limbs(1024);
+    let pin = HostRegistration::new(dev, &host[..512]).unwrap();
+    let d = DeviceScalars::alloc(dev, 1024).unwrap();
+    assert!(
+        d.copy_from_registered(dev, &pin, &host).is_err(),
+        "beyond the registration"
+    );
+    assert!(d.copy_from_registered(dev, &pin, &host[..512]).is_ok());
+    let short = DeviceScalars::alloc(dev, 100).unwrap();
+    assert!(
+        short.copy_from_registered(dev, &pin, &host[..512]).is_err(),
+        "into a shorter device vector"
+    );
+}
