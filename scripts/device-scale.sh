@@ -15,7 +15,8 @@
 #                                        # device from the shape's matrices, then on the host
 #   scripts/device-scale.sh pin LOG      # upload benchmark and tests, gen, J=1 and J=2 with
 #                                        # the aux pinned in place, J=2 staged beside it
-#   scripts/device-scale.sh final LOG    # gen, J=1 and J=2 (3 proofs each) as configured
+#   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
+#                                        # for J=2 only) as configured
 set -uo pipefail
 phase=${1:?phase: check | small LOG | gen LOG | prove LOG | all LOG | again LOG | abc LOG | pin LOG | final LOG}
 log=${2:-27}
@@ -150,11 +151,14 @@ pin)
 final)
     # The H polynomial against the CPU's (sizes the CPU reference finishes in a minute).
     [[ -x $B/cuda_ntt ]] && step cuda_ntt 100 env CUZK_CUDA_TEST_LOGS=1-21 "$B/cuda_ntt" --test-threads=1
-    grep -h -E "^test |test result" "$OUT/cuda_ntt.log"
+    for t in cuda_upload cuda_abc; do
+        [[ -x $B/$t ]] && step "$t" 100 "$B/$t" --test-threads=1
+    done
+    grep -h -E "^test |test result" "$OUT"/cuda_*.log
     step "gen-2p$log" 120 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
     tail -4 "$OUT/gen-2p$log.log"
     m=$(sample_memory "final-$log")
-    step "bench-2p$log" 300 bench "final-$log" 1,2 3 --warmup 0
+    step "bench-2p$log" 300 bench "final-$log" "${LEVELS:-1,2}" 3 --warmup 0
     kill "$m"
     grep -h -B1 -A4 "^J " "$OUT/bench-2p$log.log"
     grep -h -E "SRS_LOAD_END|NTT_END|MSM_END|GPU_END" "$OUT/daemon-final-$log.log" | tail -8

@@ -52,11 +52,18 @@ impl DeviceScalars {
         Self::upload_padded(dev, host, host.len())
     }
 
-    /// As [`DeviceScalars::upload`], or, where `CUZK_PIN_IN_PLACE_MB` is set and `host` is at
-    /// least that large, pinned where it lies and read by the DMA engine directly (see
-    /// [`HostRegistration`]); a vector the driver will not pin is staged. Synchronous either
-    /// way: `host` is free to change or drop when this returns.
+    /// As [`DeviceScalars::upload`], by DMA straight from `host` where it is registered
+    /// already ([`HostRegistration`]), or where `CUZK_PIN_IN_PLACE_MB` is set and `host` is
+    /// at least that large, registered for this upload; staged otherwise (and where the
+    /// driver will not pin). Synchronous either way: `host` is free to change or drop when
+    /// this returns.
     pub fn upload_large(dev: &GpuDevice, host: &[Limbs]) -> Result<Self> {
+        if !host.is_empty() && is_registered(host) {
+            // Pinned already (a synthesis worker registered it, off the device step).
+            let d = Self::alloc(dev, host.len())?;
+            d.copy_direct(dev, host)?;
+            return Ok(d);
+        }
         if std::mem::size_of_val(host) < pin_in_place_bytes() {
             return Self::upload(dev, host);
         }
@@ -81,9 +88,20 @@ impl DeviceScalars {
         pin: &HostRegistration,
         host: &[Limbs],
     ) -> Result<()> {
-        if !pin.covers(host) || host.len() > self.len {
+        if !pin.covers(host) {
             return Err(GpuError::Invalid(format!(
-                "copy of {} elements from outside their registration or into {}",
+                "copy of {} elements from outside their registration",
+                host.len()
+            )));
+        }
+        self.copy_direct(dev, host)
+    }
+
+    /// `host`, which must be registered, to the start of this vector (see above).
+    fn copy_direct(&self, dev: &GpuDevice, host: &[Limbs]) -> Result<()> {
+        if host.len() > self.len {
+            return Err(GpuError::Invalid(format!(
+                "copy of {} elements into {}",
                 host.len(),
                 self.len
             )));
@@ -274,8 +292,10 @@ fn pin_in_place_bytes() -> usize {
 
 /// Host memory the driver has page-locked where it lies (cuMemHostRegister), for DMA
 /// straight from it; unregistered on drop. The memory must outlive the registration and
-/// every copy from it: [`DeviceScalars::copy_from_registered`] synchronises before it
-/// returns, so a registration can be dropped right after its copies.
+/// every copy from it: [`DeviceScalars::copy_from_registered`] and `upload_large`
+/// synchronise before they return, so a registration can be dropped right after its copies.
+/// Registrations are listed process-wide, so that `upload_large` finds a registered vector
+/// by its address.
 pub struct HostRegistration {
     ptr: usize,
     bytes: usize,
@@ -300,8 +320,10 @@ impl HostRegistration {
         unsafe {
             sys::cuMemHostRegister_v2(host.as_ptr() as *mut std::ffi::c_void, bytes, flags).result()
         }?;
+        let ptr = host.as_ptr() as usize;
+        registry().push((ptr, bytes));
         Ok(HostRegistration {
-            ptr: host.as_ptr() as usize,
+            ptr,
             bytes,
             ctx: dev.ctx().clone(),
         })
@@ -316,9 +338,28 @@ impl HostRegistration {
 
 impl Drop for HostRegistration {
     fn drop(&mut self) {
+        let mut list = registry();
+        if let Some(i) = list.iter().position(|r| *r == (self.ptr, self.bytes)) {
+            list.swap_remove(i);
+        }
+        drop(list);
         if self.ctx.bind_to_thread().is_ok() {
             // SAFETY: registered in new; the copies that read it have completed.
             let _ = unsafe { sys::cuMemHostUnregister(self.ptr as *mut std::ffi::c_void) };
         }
     }
+}
+
+/// The live registrations, (address, bytes).
+fn registry() -> std::sync::MutexGuard<'static, Vec<(usize, usize)>> {
+    static LIST: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+    LIST.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `host` lies inside one live registration.
+fn is_registered(host: &[Limbs]) -> bool {
+    let (start, len) = (host.as_ptr() as usize, std::mem::size_of_val(host));
+    registry()
+        .iter()
+        .any(|&(p, b)| start >= p && start + len <= p + b)
 }

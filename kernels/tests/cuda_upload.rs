@@ -61,6 +61,23 @@ fn large_uploads_land_whole_either_way(dev: &GpuDevice) {
             "n = {n}: device copy differs"
         );
     }
+    // A registered vector (as the pipeline registers a 2^27 aux) goes up by DMA, found by
+    // its address, whole or in part; after the registration it is staged, still exact.
+    let host = fresh_limbs(LARGE);
+    let pin = HostRegistration::new(dev, &host).unwrap();
+    for part in [&host[..], &host[1000..], &host[..77]] {
+        let d = DeviceScalars::upload_large(dev, part).unwrap();
+        assert!(
+            d.download(dev).unwrap() == part,
+            "registered: device copy differs"
+        );
+    }
+    drop(pin);
+    let d = DeviceScalars::upload_large(dev, &host).unwrap();
+    assert!(
+        d.download(dev).unwrap() == host,
+        "after the registration: differs"
+    );
     // The vector may change and go as soon as upload_large returns; the device keeps its copy.
     let mut host = fresh_limbs(LARGE);
     let d = DeviceScalars::upload_large(dev, &host).unwrap();
