@@ -1,6 +1,7 @@
 //! What the benchmark binaries share.
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// The parameter cache the tests fill: $CUZK_PARAM_CACHE, else ~/.cache/cuzk/params (2 KiB
 /// test parameters are generated there when missing, so a benchmark reuses the tests').
@@ -19,4 +20,26 @@ pub fn parse_logs(s: &str) -> Vec<u32> {
         .filter(|x| !x.is_empty())
         .map(|x| x.parse().expect("log size"))
         .collect()
+}
+
+/// The median of `v` in milliseconds (NaN for none).
+pub fn median_ms(mut v: Vec<Duration>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort();
+    v[v.len() / 2].as_secs_f64() * 1e3
+}
+
+/// The median of `reps` runs of `f`, in milliseconds.
+pub fn time_ms(reps: usize, mut f: impl FnMut()) -> f64 {
+    median_ms(
+        (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect(),
+    )
 }

@@ -7,9 +7,10 @@
 //! polynomial resident, from/to pinned memory, through the Backend API (Vec in, Vec out),
 //! and on the CPU. Medians of N runs after a warm-up; CPU runs fewer times at large sizes.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use blstrs::Scalar;
+use cuzk_benches::{median_ms as median, time_ms as time};
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::backend::cuda::kernels::ntt::{self, Transform};
 use cuzk_core::backend::cuda::kernels::{DeviceScalars, GpuDevice, PinnedScalars};
@@ -17,26 +18,6 @@ use cuzk_core::backend::cuda::{as_limbs, CudaBackend};
 use cuzk_core::backend::ntt::Domain;
 use cuzk_core::backend::Backend;
 use ff::Field;
-
-fn median(mut v: Vec<Duration>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort();
-    v[v.len() / 2].as_secs_f64() * 1e3
-}
-
-fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {
-    median(
-        (0..reps)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
-}
 
 /// Distinct full-width field elements, fast: x_{i+1} = x_i * k + s. (Not zeros: times on
 /// zeros can hide unwritten outputs.)

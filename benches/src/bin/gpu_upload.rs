@@ -9,16 +9,12 @@
 //! vectors are allocated as synthesis allocates them (`hugevec`: transparent huge pages) and
 //! written first, as synthesis leaves them. Medians of N runs.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use blstrs::Scalar;
+use cuzk_benches::{median_ms as median, time_ms};
 use cuzk_core::backend::cuda::as_limbs;
 use cuzk_core::backend::cuda::kernels::{DeviceScalars, HostRegistration};
-
-fn median(mut v: Vec<Duration>) -> f64 {
-    v.sort();
-    v[v.len() / 2].as_secs_f64() * 1e3
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut sizes: Vec<usize> = vec![86, 1024, 4096];
@@ -44,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .for_each(|(i, x)| *x = Scalar::from(i as u64 + 1));
         let limbs = as_limbs(&host);
         let gbs = |ms: f64| (n * 32) as f64 / ms / 1e6;
-        let staged = time(reps, || {
+        let staged = warm_time(reps, || {
             let d = DeviceScalars::upload(&dev, limbs).expect("staged upload");
             dev.synchronize().expect("sync");
             drop(d);
@@ -64,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             unreg.push(t3 - t2);
             all.push(t3 - t);
         }
-        let large = time(reps, || {
+        let large = warm_time(reps, || {
             let d = DeviceScalars::upload_large(&dev, limbs).expect("upload_large");
             dev.synchronize().expect("sync");
             drop(d);
@@ -88,15 +84,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn time(reps: usize, mut f: impl FnMut()) -> f64 {
+/// As `time_ms`, after one run that warms the device's allocator and the vector's pages.
+fn warm_time(reps: usize, mut f: impl FnMut()) -> f64 {
     f();
-    median(
-        (0..reps)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
+    time_ms(reps, f)
 }
