@@ -16,9 +16,8 @@
 #                                             # WinningPoSt probe under PoRep load, a/b/c on
 #                                             # the device
 #   scripts/device-real-witness.sh pools      # NTT/H tests and figures; params (vectors from
-#                                             # .device/vec if carried); cuda_filecoin with
-#                                             # uploads pinned in place; the PoRep J=24 sweep;
-#                                             # the probe (urgent pools)
+#                                             # .device/vec if carried); cuda_filecoin; the
+#                                             # PoRep J=24 sweep; the probe (urgent pools)
 set -uo pipefail
 phase=${1:?phase: params | check | bench | all | final}
 if [[ $phase == all ]]; then
@@ -98,7 +97,7 @@ pools)
     step gpu_ntt 120 env CUZK_BENCH_NO_CPU=1 "$B/gpu_ntt" 22,24,26 --reps 5
     grep -h -E "^\|" "$OUT/gpu_ntt_cpu.log" "$OUT/gpu_ntt.log"
     step params 330 "$B/cuzk-client" params generate --sector-size 2KiB --dir "$W/params"
-    step cuda_filecoin 200 env CUZK_PIN_IN_PLACE_MB=1 CUZK_CUDA_FIL_KINDS=porep,winning,window,snap \
+    step cuda_filecoin 200 env CUZK_CUDA_FIL_KINDS=porep,winning,window,snap \
         "$B/cuda_filecoin" --nocapture --test-threads=1
     grep -h -E "^test |test result" "$OUT/cuda_filecoin.log"
     abc_bench device

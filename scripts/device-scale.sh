@@ -13,12 +13,10 @@
 #   scripts/device-scale.sh again LOG    # MSM split tests, gen, one J=2 level (a shorter call)
 #   scripts/device-scale.sh abc LOG      # cuda_abc, gen, J=2 with a, b, c evaluated on the
 #                                        # device from the shape's matrices, then on the host
-#   scripts/device-scale.sh pin LOG      # upload benchmark and tests, gen, J=1 and J=2 with
-#                                        # the aux pinned in place, J=2 staged beside it
 #   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
 #                                        # for J=2 only) as configured
 set -uo pipefail
-phase=${1:?phase: check | small LOG | gen LOG | prove LOG | all LOG | again LOG | abc LOG | pin LOG | final LOG}
+phase=${1:?phase: check | small LOG | gen LOG | prove LOG | all LOG | again LOG | abc LOG | final LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -125,27 +123,6 @@ abc)
     for r in device host; do
         echo "== $r"
         grep -h -E "NTT_END|MSM_END|GPU_END" "$OUT/daemon-abc-$r-$log.log" | tail -9
-    done
-    ;;
-pin)
-    step gpu_upload 150 "$B/gpu_upload" 86,1024,4096 --reps 3
-    cat "$OUT/gpu_upload.log"
-    for t in cuda_upload cuda_abc; do
-        [[ -x $B/$t ]] && step "$t" 150 env CUZK_PIN_IN_PLACE_MB=1 "$B/$t" --test-threads=1
-    done
-    grep -h -E "^test |test result" "$OUT"/cuda_upload.log "$OUT"/cuda_abc.log
-    step "gen-2p$log" 120 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
-    tail -4 "$OUT/gen-2p$log.log"
-    m=$(sample_memory "pin-$log")
-    step "bench-2p$log-pinned" 240 bench "pinned-$log" 1,2 3 --warmup 0
-    kill "$m"
-    m=$(sample_memory "staged-$log")
-    CUZK_PIN_IN_PLACE_MB=0 step "bench-2p$log-staged" 150 bench "staged-$log" 2 3 --warmup 0
-    kill "$m"
-    grep -h -B1 -A4 "^J " "$OUT/bench-2p$log-pinned.log" "$OUT/bench-2p$log-staged.log"
-    for r in pinned staged; do
-        echo "== $r"
-        grep -h -E "NTT_END|MSM_END|GPU_END" "$OUT/daemon-$r-$log.log" | tail -6
     done
     ;;
 final)

@@ -170,7 +170,7 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
         ticket.resize(peak_on_backends(&shared, on_cpu, |copies| {
             partition_peak_bytes(&shape, copies)
         }));
-        let mut work = SynthesizedWork {
+        let work = SynthesizedWork {
             job: job.clone(),
             index,
             synth,
@@ -185,25 +185,7 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
             }
             continue;
         }
-        // A large aux assignment may be page-locked here, off the device step, so that the
-        // step's upload is a DMA with no staging copy (backend/cuda.rs says when: off by
-        // default). Any device may take the partition: the registration is valid for all.
-        let t = Instant::now();
-        if work.synth.deferred.is_some() {
-            if let Some(d) = shared.devices.first() {
-                work.synth.aux_pin = d.backend.pin_host(&work.synth.aux);
-            }
-        }
-        if work.synth.aux_pin.is_pinned() {
-            let ms = format!("{:.1}", t.elapsed().as_secs_f64() * 1e3);
-            tl.emit(
-                "GPU_QUEUE",
-                &job.id,
-                &[("partition", &index), ("pinned_ms", &ms)],
-            );
-        } else {
-            tl.emit("GPU_QUEUE", &job.id, &[("partition", &index)]);
-        }
+        tl.emit("GPU_QUEUE", &job.id, &[("partition", &index)]);
         // Unbounded and never closed: the room was reserved at the gate, and shutdown lets
         // synthesized partitions be proven.
         shared.prove_queue.push_all([(job.priority, job.seq, work)]);

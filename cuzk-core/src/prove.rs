@@ -70,8 +70,6 @@ pub fn prove_on_device(
     synth: Synthesized,
 ) -> Result<(MsmResults, DeviceTimings), ProveError> {
     check_shapes(params, &synth)?;
-    let mut synth = synth;
-    let pin = std::mem::take(&mut synth.aux_pin);
     let Synthesized {
         a,
         b,
@@ -82,11 +80,7 @@ pub fn prove_on_device(
         b_input_density,
         b_aux_density,
         deferred,
-        aux_pin: _,
     } = synth;
-    // Declared after aux_host, so released before it: a registration must not outlive its
-    // memory. Every upload from it has landed by the time a load returns.
-    let _pin = pin;
 
     let t = Instant::now();
     let (mut upload, mut evaluate) = (Duration::ZERO, Duration::ZERO);

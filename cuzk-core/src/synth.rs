@@ -14,7 +14,6 @@ use std::sync::Arc;
 use blstrs::Scalar;
 use ff::Field;
 
-use crate::backend::HostPin;
 use crate::matrices::Matrices;
 pub use crate::matrix_synth::{
     defers_abc, last_timings, matrices_fallbacks, matrix_cache, set_synthesis_path, synthesis_path,
@@ -131,9 +130,6 @@ pub struct Synthesized {
     pub c: Vec<Scalar>,
     /// Public inputs; `input[0]` is the constant one.
     pub input: Vec<Scalar>,
-    /// `aux` page-locked for the device's upload, when the pipeline pinned it. Declared
-    /// before `aux` so that it is released first: a registration must not outlive its memory.
-    pub aux_pin: HostPin,
     pub aux: Vec<Scalar>,
     pub a_aux_density: Density,
     pub b_input_density: Density,

@@ -52,33 +52,6 @@ impl DeviceScalars {
         Self::upload_padded(dev, host, host.len())
     }
 
-    /// As [`DeviceScalars::upload`], by DMA straight from `host` where it is registered
-    /// already ([`HostRegistration`]), or where `CUZK_PIN_IN_PLACE_MB` is set and `host` is
-    /// at least that large, registered for this upload; staged otherwise (and where the
-    /// driver will not pin). Synchronous either way: `host` is free to change or drop when
-    /// this returns.
-    pub fn upload_large(dev: &GpuDevice, host: &[Limbs]) -> Result<Self> {
-        if !host.is_empty() && is_registered(host) {
-            // Pinned already (a synthesis worker registered it, off the device step).
-            let d = Self::alloc(dev, host.len())?;
-            d.copy_direct(dev, host)?;
-            return Ok(d);
-        }
-        if std::mem::size_of_val(host) < pin_in_place_bytes() {
-            return Self::upload(dev, host);
-        }
-        match HostRegistration::new(dev, host) {
-            Ok(pin) => {
-                let d = Self::alloc(dev, host.len())?;
-                d.copy_from_registered(dev, &pin, host)?;
-                Ok(d)
-            }
-            // The driver may refuse (a locked-memory limit, a range it cannot map): staging
-            // works for any host memory.
-            Err(_) => Self::upload(dev, host),
-        }
-    }
-
     /// `host` (inside `pin`'s range) to the start of this vector by DMA on the copy stream,
     /// in pieces so that the compute stream's next kernel waits only for what it must;
     /// returns when the whole copy has landed.
@@ -88,20 +61,9 @@ impl DeviceScalars {
         pin: &HostRegistration,
         host: &[Limbs],
     ) -> Result<()> {
-        if !pin.covers(host) {
+        if !pin.covers(host) || host.len() > self.len {
             return Err(GpuError::Invalid(format!(
-                "copy of {} elements from outside their registration",
-                host.len()
-            )));
-        }
-        self.copy_direct(dev, host)
-    }
-
-    /// `host`, which must be registered, to the start of this vector (see above).
-    fn copy_direct(&self, dev: &GpuDevice, host: &[Limbs]) -> Result<()> {
-        if host.len() > self.len {
-            return Err(GpuError::Invalid(format!(
-                "copy of {} elements into {}",
+                "copy of {} elements from outside their registration or into {}",
                 host.len(),
                 self.len
             )));
@@ -272,30 +234,12 @@ impl Drop for PinnedScalars {
     }
 }
 
-/// The size from which `upload_large` pins in place: `CUZK_PIN_IN_PLACE_MB`, never by
-/// default. Measured on the H200 (`gpu_upload`, kernels/NOTES.md), 4 GiB staged take 121 ms
-/// (35.6 GB/s: six copy threads keep up with the DMA); pinned in place the DMA alone takes
-/// 79 ms (54.6 GB/s) but registering and unregistering add 105 + 68 ms, so inside a device
-/// step it loses. It pays only where the registration happens off the step.
-fn pin_in_place_bytes() -> usize {
-    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *BYTES.get_or_init(|| {
-        match std::env::var("CUZK_PIN_IN_PLACE_MB")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-        {
-            Some(mb) if mb > 0 => mb << 20,
-            _ => usize::MAX,
-        }
-    })
-}
-
 /// Host memory the driver has page-locked where it lies (cuMemHostRegister), for DMA
 /// straight from it; unregistered on drop. The memory must outlive the registration and
-/// every copy from it: [`DeviceScalars::copy_from_registered`] and `upload_large`
-/// synchronise before they return, so a registration can be dropped right after its copies.
-/// Registrations are listed process-wide, so that `upload_large` finds a registered vector
-/// by its address.
+/// every copy from it: [`DeviceScalars::copy_from_registered`] synchronises before it
+/// returns, so a registration can be dropped right after its copies. The proving path does not
+/// use it: at 2^27 registering a partition's aux costs more than the staging copy it saves,
+/// inside the device step or beside it (kernels/NOTES.md); `gpu_upload` measures both.
 pub struct HostRegistration {
     ptr: usize,
     bytes: usize,
@@ -320,10 +264,8 @@ impl HostRegistration {
         unsafe {
             sys::cuMemHostRegister_v2(host.as_ptr() as *mut std::ffi::c_void, bytes, flags).result()
         }?;
-        let ptr = host.as_ptr() as usize;
-        registry().push((ptr, bytes));
         Ok(HostRegistration {
-            ptr,
+            ptr: host.as_ptr() as usize,
             bytes,
             ctx: dev.ctx().clone(),
         })
@@ -338,28 +280,9 @@ impl HostRegistration {
 
 impl Drop for HostRegistration {
     fn drop(&mut self) {
-        let mut list = registry();
-        if let Some(i) = list.iter().position(|r| *r == (self.ptr, self.bytes)) {
-            list.swap_remove(i);
-        }
-        drop(list);
         if self.ctx.bind_to_thread().is_ok() {
             // SAFETY: registered in new; the copies that read it have completed.
             let _ = unsafe { sys::cuMemHostUnregister(self.ptr as *mut std::ffi::c_void) };
         }
     }
-}
-
-/// The live registrations, (address, bytes).
-fn registry() -> std::sync::MutexGuard<'static, Vec<(usize, usize)>> {
-    static LIST: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
-    LIST.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Whether `host` lies inside one live registration.
-fn is_registered(host: &[Limbs]) -> bool {
-    let (start, len) = (host.as_ptr() as usize, std::mem::size_of_val(host));
-    registry()
-        .iter()
-        .any(|&(p, b)| start >= p && start + len <= p + b)
 }

@@ -9,7 +9,7 @@ mod common;
 
 use cuzk_kernels::{DeviceScalars, GpuDevice, HostRegistration, Limbs};
 
-/// Above the size the device scripts pin from (CUZK_PIN_IN_PLACE_MB=1 there).
+/// A 2^27 partition's aux is 4.3 GB; this is 256 MiB and one element.
 const LARGE: usize = (256 << 20) / 32 + 1;
 
 fn fresh_limbs(n: usize) -> Vec<Limbs> {
@@ -51,36 +51,29 @@ fn registered_uploads_land_whole_at_odd_sizes(dev: &GpuDevice) {
 }
 
 fn large_uploads_land_whole_either_way(dev: &GpuDevice) {
-    // Pinned in place where CUZK_PIN_IN_PLACE_MB allows, staged otherwise: exact both ways.
+    // A 2^23-scalar vector, staged and pinned in place: exact both ways.
     for n in [LARGE, 1000] {
         let host = fresh_limbs(n);
-        let d = DeviceScalars::upload_large(dev, &host).unwrap();
+        let d = DeviceScalars::upload(dev, &host).unwrap();
         assert_eq!(d.len(), n);
         assert!(
             d.download(dev).unwrap() == host,
-            "n = {n}: device copy differs"
+            "n = {n}: staged copy differs"
         );
-    }
-    // A registered vector (as the pipeline registers a 2^27 aux) goes up by DMA, found by
-    // its address, whole or in part; after the registration it is staged, still exact.
-    let host = fresh_limbs(LARGE);
-    let pin = HostRegistration::new(dev, &host).unwrap();
-    for part in [&host[..], &host[1000..], &host[..77]] {
-        let d = DeviceScalars::upload_large(dev, part).unwrap();
+        let d = DeviceScalars::alloc(dev, n).unwrap();
+        let pin = HostRegistration::new(dev, &host).unwrap();
+        d.copy_from_registered(dev, &pin, &host).unwrap();
         assert!(
-            d.download(dev).unwrap() == part,
-            "registered: device copy differs"
+            d.download(dev).unwrap() == host,
+            "n = {n}: pinned copy differs"
         );
     }
-    drop(pin);
-    let d = DeviceScalars::upload_large(dev, &host).unwrap();
-    assert!(
-        d.download(dev).unwrap() == host,
-        "after the registration: differs"
-    );
-    // The vector may change and go as soon as upload_large returns; the device keeps its copy.
+    // The vector may change and go as soon as the copy returns; the device keeps its copy.
     let mut host = fresh_limbs(LARGE);
-    let d = DeviceScalars::upload_large(dev, &host).unwrap();
+    let d = DeviceScalars::alloc(dev, LARGE).unwrap();
+    let pin = HostRegistration::new(dev, &host).unwrap();
+    d.copy_from_registered(dev, &pin, &host).unwrap();
+    drop(pin);
     let want = host.clone();
     host.iter_mut().for_each(|l| *l = [0; 4]);
     drop(host);

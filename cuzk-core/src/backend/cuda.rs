@@ -8,7 +8,7 @@ use blstrs::{G1Projective, G2Projective, Scalar};
 use cuzk_kernels::{DeviceScalars, GpuDevice, GpuError};
 use ff::Field;
 
-use super::{Backend, BackendError, FromMatrices, G1Bases, G2Bases, HostPin, ScalarVec};
+use super::{Backend, BackendError, FromMatrices, G1Bases, G2Bases, ScalarVec};
 use crate::footprint::HostCopies;
 use crate::matrices::Matrices;
 use crate::synth::Density;
@@ -25,19 +25,6 @@ pub mod msm;
 #[path = "cuda_r1cs.rs"]
 mod r1cs;
 pub use r1cs::csr_parts;
-
-/// Aux assignments from this size are pinned when synthesis ends (`pin_host`), where
-/// `CUZK_PIN_AUX=1`. Off by default: measured on the H200 at 2^27 (kernels/NOTES.md), the
-/// step's upload fell from 174 to 80 ms (p50) but a registration running beside a device
-/// step (4.3 GB, ~0.7 s there against 0.1 s alone) slowed that step's H MSM by 100-170 ms,
-/// so the step got slower (p50 1,687 against 1,609-1,622 ms). A 2 KiB PoRep partition's
-/// 86 MB would stay staged anyway: their staging costs ~4 ms.
-const PIN_FROM_BYTES: usize = 256 << 20;
-
-fn pin_aux() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("CUZK_PIN_AUX").is_ok_and(|v| v == "1"))
-}
 
 pub(crate) fn device_error(e: GpuError) -> BackendError {
     BackendError::Device(e.to_string())
@@ -163,29 +150,16 @@ impl Backend for CudaBackend {
         let aux = match aux {
             ScalarVec::Device(d) => d,
             ScalarVec::Host(h) => {
-                uploaded =
-                    DeviceScalars::upload_large(&self.dev, as_limbs(h)).map_err(map_error)?;
+                uploaded = DeviceScalars::upload(&self.dev, as_limbs(h)).map_err(map_error)?;
                 &uploaded
             }
         };
         r1cs::h_from_matrices(&self.dev, &self.matrices, m, input, aux)
     }
 
-    fn pin_host(&self, v: &[Scalar]) -> HostPin {
-        if !pin_aux() || std::mem::size_of_val(v) < PIN_FROM_BYTES {
-            return HostPin::default();
-        }
-        match cuzk_kernels::HostRegistration::new(&self.dev, as_limbs(v)) {
-            Ok(r) => HostPin::new(Box::new(r)),
-            // Refused (a locked-memory limit): the upload is staged, as for small vectors.
-            Err(_) => HostPin::default(),
-        }
-    }
-
     fn load_scalars<'a>(&self, scalars: &'a [Scalar]) -> Result<ScalarVec<'a>, BackendError> {
-        // By DMA where `pin_host` registered the vector; else staged (registering here,
-        // inside the step, costs more than staging: memory.rs).
-        let d = DeviceScalars::upload_large(&self.dev, as_limbs(scalars)).map_err(map_error)?;
+        // Staged: pinning a 2^27 aux in place costs more than staging it (kernels/NOTES.md).
+        let d = DeviceScalars::upload(&self.dev, as_limbs(scalars)).map_err(map_error)?;
         Ok(ScalarVec::Device(d))
     }
 

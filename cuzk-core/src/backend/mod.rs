@@ -88,39 +88,6 @@ impl ScalarVec<'_> {
     }
 }
 
-/// Host memory a backend has page-locked for its uploads: the CUDA backend registers a large
-/// aux assignment with the driver when synthesis ends (`Backend::pin_host`), so that the
-/// device step's upload is one DMA with no staging copy beside it. Released on drop; a clone
-/// holds nothing (the clone's vector lies elsewhere).
-#[derive(Default)]
-pub struct HostPin(Option<Box<dyn Send + Sync>>);
-
-impl HostPin {
-    pub fn new(registration: Box<dyn Send + Sync>) -> Self {
-        HostPin(Some(registration))
-    }
-
-    pub fn is_pinned(&self) -> bool {
-        self.0.is_some()
-    }
-}
-
-impl Clone for HostPin {
-    fn clone(&self) -> Self {
-        HostPin(None)
-    }
-}
-
-impl std::fmt::Debug for HostPin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "HostPin({})",
-            if self.is_pinned() { "pinned" } else { "-" }
-        )
-    }
-}
-
 /// The H polynomial of a deferred partition, and how long a, b, c took to evaluate (the
 /// device step's breakdown in the TIMELINE).
 pub struct FromMatrices {
@@ -210,12 +177,6 @@ pub trait Backend: Send + Sync {
         })
     }
 
-    /// `v` page-locked for this backend's uploads where that pays (see [`HostPin`]); the
-    /// vector must outlive the pin. Called off the device step, when synthesis ends.
-    fn pin_host(&self, _v: &[Scalar]) -> HostPin {
-        HostPin::default()
-    }
-
     /// `scalars` where this backend's MSMs read them, for several MSMs over one vector.
     fn load_scalars<'a>(&self, scalars: &'a [Scalar]) -> Result<ScalarVec<'a>, BackendError> {
         Ok(ScalarVec::Host(Cow::Borrowed(scalars)))
@@ -269,18 +230,3 @@ pub trait Backend: Send + Sync {
 }
 
 pub type SharedBackend = Arc<dyn Backend>;
-
-#[cfg(test)]
-mod tests {
-    use super::HostPin;
-
-    #[test]
-    fn a_pin_is_never_shared_by_a_clone() {
-        let pin = HostPin::new(Box::new(()));
-        assert!(pin.is_pinned());
-        // A cloned Synthesized holds a copy of the vector elsewhere: it must not hold (and
-        // later release) the original's registration.
-        assert!(!pin.clone().is_pinned());
-        assert!(!HostPin::default().is_pinned());
-    }
-}

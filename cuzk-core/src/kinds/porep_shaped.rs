@@ -421,7 +421,6 @@ impl PorepShaped {
             b_input_density: d.b_input.clone(),
             b_aux_density: d.b_aux.clone(),
             deferred: None,
-            aux_pin: Default::default(),
         }
     }
 }
