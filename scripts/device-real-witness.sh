@@ -15,6 +15,8 @@
 #   scripts/device-real-witness.sh abc-final  # params + vectors if missing; abc-check; a
 #                                             # WinningPoSt probe under PoRep load, a/b/c on
 #                                             # the device
+#   scripts/device-real-witness.sh packed     # params; the PoRep J=24 sweep with the aux
+#                                             # packed, then plain (CUZK_PACK_AUX=0)
 #   scripts/device-real-witness.sh pools      # NTT/H tests and figures; params (vectors from
 #                                             # .device/vec if carried); cuda_filecoin; the
 #                                             # PoRep J=24 sweep; the probe (urgent pools)
@@ -105,6 +107,22 @@ pools)
         --manifest-dir "$W/vec" --log "$OUT/probe-daemon.log" --daemon-arg=--backend=cuda \
         --daemon-arg=--param-dir="$W/params" --daemon-arg=--synthesis-workers=8
     tail -12 "$OUT/probe.log"
+    ;;
+packed)
+    # Real 2 KiB PoRep through the daemon with the aux packed for the bus (the default) and
+    # plain (CUZK_PACK_AUX=0), same binaries, sectors and parameters.
+    [[ -s .device/vec/porep.json && ! -s $W/vec/porep.json ]] && cp -r .device/vec "$W/vec"
+    [[ -s $W/vec/porep.json ]] || step vectors 120 "$B/cuzk-client" gen-vanilla all \
+        --sector-size 2KiB --out "$W/vec"
+    step params 330 "$B/cuzk-client" params generate --sector-size 2KiB --dir "$W/params"
+    abc_bench packed
+    export CUZK_PACK_AUX=0
+    abc_bench plain
+    unset CUZK_PACK_AUX
+    for r in packed plain; do
+        echo "== $r"
+        grep -h -E "NTT_END|GPU_END" "$OUT/bench-abc-$r.log" | tail -4
+    done
     ;;
 abc | abc-final)
     if [[ ! -s $W/vec/porep.json ]]; then

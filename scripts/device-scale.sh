@@ -9,14 +9,16 @@
 #   scripts/device-scale.sh small LOG    # generate + prove a 10-partition set at 2^LOG (J=1,2)
 #   scripts/device-scale.sh gen LOG      # generate the 2^LOG set (GPU), time it; load benchmark
 #   scripts/device-scale.sh prove LOG    # the 10-partition bench on an existing set, J=1 and J=2
+#   scripts/device-scale.sh levels LOG   # final's bench alone (LEVELS, NAME for the logs)
 #   scripts/device-scale.sh all LOG      # gen, then prove with J=1,2 in one sweep (one call)
 #   scripts/device-scale.sh again LOG    # MSM split tests, gen, one J=2 level (a shorter call)
 #   scripts/device-scale.sh abc LOG      # cuda_abc, gen, J=2 with a, b, c evaluated on the
 #                                        # device from the shape's matrices, then on the host
 #   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
-#                                        # for J=2 only) as configured
+#                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
+#                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
 set -uo pipefail
-phase=${1:?phase: check | small LOG | gen LOG | prove LOG | all LOG | again LOG | abc LOG | final LOG}
+phase=${1:?phase: check | small LOG | gen LOG | prove LOG | levels LOG | all LOG | again LOG | abc LOG | final LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -127,8 +129,8 @@ abc)
     ;;
 final)
     # The H polynomial against the CPU's (sizes the CPU reference finishes in a minute).
-    [[ -x $B/cuda_ntt ]] && step cuda_ntt 100 env CUZK_CUDA_TEST_LOGS=1-21 "$B/cuda_ntt" --test-threads=1
-    for t in cuda_upload cuda_abc; do
+    [[ -x $B/cuda_ntt && -z ${FINAL_TESTS:-} ]] && step cuda_ntt 100 env CUZK_CUDA_TEST_LOGS=1-21 "$B/cuda_ntt" --test-threads=1
+    for t in ${FINAL_TESTS:-cuda_upload cuda_abc}; do
         [[ -x $B/$t ]] && step "$t" 100 "$B/$t" --test-threads=1
     done
     grep -h -E "^test |test result" "$OUT"/cuda_*.log
@@ -139,6 +141,15 @@ final)
     kill "$m"
     grep -h -B1 -A4 "^J " "$OUT/bench-2p$log.log"
     grep -h -E "SRS_LOAD_END|NTT_END|MSM_END|GPU_END" "$OUT/daemon-final-$log.log" | tail -8
+    ;;
+levels)
+    # final's bench alone, on the set final generated (NAME names the logs).
+    name=${NAME:-levels}
+    m=$(sample_memory "$name-$log")
+    step "bench-2p$log-$name" 300 bench "$name-$log" "${LEVELS:-1,2}" 3 --warmup 0
+    kill "$m"
+    grep -h -B1 -A4 "^J " "$OUT/bench-2p$log-$name.log"
+    grep -h -E "NTT_END|MSM_END|GPU_END" "$OUT/daemon-$name-$log.log" | tail -6
     ;;
 prove)
     m=$(sample_memory "prove-$log")

@@ -38,6 +38,9 @@ pub struct PartitionShape {
     /// which evaluates them where they are used). A bound made before synthesis says true:
     /// the first partition of a shape records its matrices and holds a, b, c.
     pub abc_on_host: bool,
+    /// The aux assignment's bytes where the synthesis worker packed it (packed.rs), which
+    /// is what a backend unpacking on the device holds of it; None: plain, `aux` scalars.
+    pub aux_packed: Option<u64>,
 }
 
 impl PartitionShape {
@@ -57,6 +60,7 @@ impl PartitionShape {
             b_inputs: inputs.min(params.b_g1.len()),
             b_aux: aux.min(params.b_g1.len()),
             abc_on_host: true,
+            aux_packed: None,
         }
     }
 
@@ -65,11 +69,12 @@ impl PartitionShape {
             constraints: synth.num_constraints(),
             domain: synth.num_constraints().max(1).next_power_of_two(),
             inputs: synth.input.len(),
-            aux: synth.aux.len(),
+            aux: synth.aux_len(),
             a_aux: synth.a_aux_density.total(),
             b_inputs: synth.b_input_density.total(),
             b_aux: synth.b_aux_density.total(),
             abc_on_host: synth.deferred.is_none(),
+            aux_packed: synth.packed_aux.as_ref().map(|p| p.host_bytes()),
         }
     }
 }
@@ -90,8 +95,14 @@ pub fn partition_peak_bytes(shape: &PartitionShape, copies: HostCopies) -> u64 {
     let s = |scalars: usize| scalars as u64 * SCALAR;
     let n = shape.domain;
     // Held the whole step: the assignments (prove.rs reads them for every MSM) and the copy
-    // of the public inputs the pipeline keeps for finalize.
-    let held = s(shape.inputs + shape.aux) + s(shape.inputs);
+    // of the public inputs the pipeline keeps for finalize. A packed aux is what CUDA holds;
+    // the CPU unpacks it beside the packed copy.
+    let aux = match (copies, shape.aux_packed) {
+        (HostCopies::Cuda, Some(packed)) => packed,
+        (HostCopies::Cpu, Some(packed)) => s(shape.aux) + packed,
+        (_, None) => s(shape.aux),
+    };
+    let held = s(2 * shape.inputs) + aux;
     let phases = match copies {
         HostCopies::Cpu => [
             // H: a, b and c zero-padded to the domain in place (ntt.rs), and the twiddle
@@ -149,6 +160,7 @@ mod tests {
             b_inputs: 1,
             b_aux: 60_000_000,
             abc_on_host: true,
+            aux_packed: None,
         }
     }
 
@@ -210,6 +222,7 @@ mod tests {
             b_inputs: 1,
             b_aux: 10,
             abc_on_host: true,
+            aux_packed: None,
         };
         let held = (2 + 100 + 2) as u64 * SCALAR;
         assert_eq!(
@@ -219,6 +232,31 @@ mod tests {
         assert_eq!(
             partition_peak_bytes(&shape, HostCopies::Cuda),
             held + 12 * SCALAR
+        );
+    }
+
+    /// A packed aux (2.5% of a PoRep witness's bytes) is what a CUDA partition holds while it
+    /// waits for its step; the CPU would hold both copies.
+    #[test]
+    fn a_packed_aux_counts_its_own_bytes() {
+        let plain = PartitionShape {
+            abc_on_host: false,
+            ..porep_32g()
+        };
+        let packed_bytes = plain.aux as u64 * SCALAR / 40;
+        let packed = PartitionShape {
+            aux_packed: Some(packed_bytes),
+            ..plain
+        };
+        assert_eq!(
+            partition_peak_bytes(&plain, HostCopies::Cuda)
+                - partition_peak_bytes(&packed, HostCopies::Cuda),
+            plain.aux as u64 * SCALAR - packed_bytes
+        );
+        assert_eq!(
+            partition_peak_bytes(&packed, HostCopies::Cpu)
+                - partition_peak_bytes(&plain, HostCopies::Cpu),
+            packed_bytes
         );
     }
 }

@@ -24,6 +24,7 @@ pub mod loading;
 pub mod matrices;
 pub mod matrix_synth;
 pub mod metrics;
+pub mod packed;
 pub mod paramgen;
 pub mod pipeline;
 pub mod pools;

@@ -381,6 +381,7 @@ fn from_witness(
         b_input_density: m.b_input_density.clone(),
         b_aux_density: m.b_aux_density.clone(),
         deferred: None,
+        packed_aux: None,
     })
 }
 

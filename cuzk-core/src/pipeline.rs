@@ -128,10 +128,17 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
             if !shared.test_hooks.synthesis_delay.is_zero() {
                 std::thread::sleep(shared.test_hooks.synthesis_delay);
             }
+            let options = synthesis_options(&shared, on_cpu);
             let synthesize = || {
-                crate::synth::with_options(synthesis_options(&shared, on_cpu), || {
-                    job.task.synthesize(index)
-                })
+                let mut synth = crate::synth::with_options(options, || job.task.synthesize(index))?;
+                // Bound for a device that unpacks: the aux goes packed (packed.rs), and the
+                // partition waits for its step holding ~2.5% of a PoRep witness's bytes.
+                let t = Instant::now();
+                let packed = options.defer_abc
+                    && synth.deferred.is_some()
+                    && packs_aux(&shared)
+                    && { synth.pack_aux() };
+                Ok((synth, packed.then(|| t.elapsed())))
             };
             // Urgent work on a pool of its own, not behind the load's tasks (pools.rs).
             if crate::budget::is_urgent(job.priority) {
@@ -141,7 +148,7 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
             }
         });
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        let synth = match result {
+        let (synth, packed) = match result {
             Ok(synth) => synth,
             Err(e) => {
                 shared.fail(&job, e);
@@ -159,6 +166,10 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
                 ("partition", &index),
                 ("worker", &worker),
                 ("ms", &format!("{ms:.1}")),
+                (
+                    "pack_ms",
+                    &packed.map_or("-".into(), |d| format!("{:.1}", d.as_secs_f64() * 1e3)),
+                ),
             ],
         );
         // Cancelled (or failed) while synthesizing: free the partition now.
@@ -208,6 +219,14 @@ fn synthesis_options(shared: &Shared, on_cpu: bool) -> crate::synth::SynthesisOp
             && !devices.is_empty()
             && devices.iter().all(|d| d.backend.evaluates_matrices()),
     }
+}
+
+/// Whether every device that may prove a partition takes its aux packed (`CUZK_PACK_AUX=0`
+/// sends it plain, for measuring the difference).
+fn packs_aux(shared: &Shared) -> bool {
+    static OFF: std::sync::LazyLock<bool> =
+        std::sync::LazyLock::new(|| std::env::var("CUZK_PACK_AUX").is_ok_and(|v| v == "0"));
+    !*OFF && !shared.devices.is_empty() && shared.devices.iter().all(|d| d.backend.takes_packed())
 }
 
 /// The bytes partition `work` will hold at most, from synthesis to the end of its device step,

@@ -76,12 +76,18 @@ pub fn prove_on_device(
         c,
         input,
         aux: aux_host,
+        packed_aux,
         a_aux_density,
         b_input_density,
         b_aux_density,
         deferred,
     } = synth;
 
+    // Packed by the synthesis worker for a backend that unpacks on the device (packed.rs).
+    let load_aux = || match &packed_aux {
+        Some(p) => backend.load_packed(p),
+        None => backend.load_scalars(&aux_host),
+    };
     let t = Instant::now();
     let (mut upload, mut evaluate) = (Duration::ZERO, Duration::ZERO);
     // The aux assignment goes where the MSMs read it once, for L and the A and B selections;
@@ -89,7 +95,7 @@ pub fn prove_on_device(
     let (h_coeffs, aux) = match &deferred {
         None => (backend.h_polynomial_for_msm(a, b, c)?, None),
         Some(m) => {
-            let aux = backend.load_scalars(&aux_host)?;
+            let aux = load_aux()?;
             upload = t.elapsed();
             let from = backend
                 .h_polynomial_from_matrices(m, &input, &aux)
@@ -134,7 +140,7 @@ pub fn prove_on_device(
     split(&mut msms.h);
     let aux = match aux {
         Some(aux) => aux,
-        None => backend.load_scalars(&aux_host)?,
+        None => load_aux()?,
     };
     let l = backend.msm_g1_vec(g1(Query::L, &params.l), &aux)?;
     split(&mut msms.l);
@@ -218,7 +224,7 @@ fn check_shapes(params: &Parameters<Bls12>, s: &Synthesized) -> Result<(), Prove
     let n = s.num_constraints().max(1).next_power_of_two();
     let checks = [
         ("h", params.h.len(), n - 1),
-        ("l", params.l.len(), s.aux.len()),
+        ("l", params.l.len(), s.aux_len()),
         ("a", params.a.len(), s.input.len() + s.a_aux_density.total()),
         (
             "b_g1",

@@ -20,6 +20,7 @@ pub use crate::matrix_synth::{
     synthesize_cached, synthesize_shaped, synthesize_shaped_split, synthesize_split, with_options,
     PathTimings, SynthesisOptions, SynthesisPath,
 };
+use crate::packed::PackedScalars;
 
 /// A set of variable indices, as a bitmap plus its population count. The proving key stores
 /// query points only for the variables in the set, so an MSM over a density-selected subset
@@ -138,6 +139,8 @@ pub struct Synthesized {
     /// defer_abc`): the circuit shape's matrices, already checked to fit the assignment;
     /// a, b, c are then empty.
     pub deferred: Option<Arc<Matrices>>,
+    /// Set by [`Synthesized::pack_aux`]: the aux assignment packed (`aux` is then empty).
+    pub packed_aux: Option<PackedScalars>,
 }
 
 impl Synthesized {
@@ -145,6 +148,25 @@ impl Synthesized {
         self.deferred
             .as_ref()
             .map_or(self.a.len(), |m| m.num_constraints())
+    }
+
+    /// Aux variables, whichever way the assignment is held.
+    pub fn aux_len(&self) -> usize {
+        self.packed_aux.as_ref().map_or(self.aux.len(), |p| p.len())
+    }
+
+    /// Packs the aux assignment (packed.rs) for a backend that unpacks on the device, unless
+    /// it is too wide to gain; true if it did. The plain vector is freed.
+    pub fn pack_aux(&mut self) -> bool {
+        if self.packed_aux.is_some() {
+            return true;
+        }
+        let Some(p) = PackedScalars::pack(&self.aux) else {
+            return false;
+        };
+        self.packed_aux = Some(p);
+        self.aux = Vec::new();
+        true
     }
 
     /// A partition whose a, b, c are left to the device step: the assignments, and the
@@ -167,6 +189,9 @@ impl Synthesized {
         let Some(m) = self.deferred.take() else {
             return Ok(());
         };
+        if let Some(p) = self.packed_aux.take() {
+            self.aux = p.unpack();
+        }
         let e = crate::matrices::evaluate(&m, &self.input, &self.aux);
         if e.unsatisfied != 0 {
             let msg = format!(
@@ -198,6 +223,7 @@ impl Synthesized {
             ("b", self.b == other.b),
             ("c", self.c == other.c),
             ("input", self.input == other.input),
+            ("packed_aux", self.packed_aux == other.packed_aux),
             ("aux", self.aux == other.aux),
             ("a_aux_density", self.a_aux_density == other.a_aux_density),
             (

@@ -2,7 +2,9 @@
 //! `r1cs`, the CUDA backend's evaluation of deferred partitions) against the host's
 //! evaluation (`matrices::evaluate`): the same elements, zero padding to the domain, the same
 //! count of unsatisfied rows for a broken witness; and a deferred partition proven on the
-//! device gives the bytes of one evaluated on the host.
+//! device gives the bytes of one evaluated on the host. An aux assignment packed for the bus
+//! (`Synthesized::pack_aux`) unpacks on the device to the plain vector, element for element,
+//! and proves the same bytes.
 //!
 //! Real Filecoin partitions through the same path: cuda_filecoin. Without a GPU, driver or
 //! kernels: prints "SKIP: ..." and passes (fails where CUZK_REQUIRE_GPU=1).
@@ -11,10 +13,12 @@ use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::backend::cuda::{as_limbs, csr_parts, kernels, CudaBackend};
-use cuzk_core::backend::BackendError;
+use cuzk_core::backend::{Backend, BackendError, ScalarVec};
 use cuzk_core::kinds::porep_shaped::{self, PorepShaped};
 use cuzk_core::kinds::synthetic::{self, SyntheticCircuit};
+use cuzk_core::kinds::SyntheticShape;
 use cuzk_core::matrices::{evaluate, record_matrices, Matrices};
+use cuzk_core::packed::PackedScalars;
 use cuzk_core::prove::{assemble, proof_bytes, prove_on_device, ProveError};
 use cuzk_core::srs::SrsCache;
 use cuzk_core::synth::Synthesized;
@@ -196,4 +200,57 @@ fn deferred_partitions_prove_on_the_device_as_on_the_host() {
         Err(e) => panic!("wrong error: {e}"),
         Ok(_) => panic!("a broken witness was proven"),
     }
+}
+
+#[test]
+fn packed_aux_unpacks_on_the_device_and_proves_the_same_bytes() {
+    let Some(gpu) = CudaBackend::new_or_skip(0) else {
+        return;
+    };
+    let unpacks = |v: &[Scalar], what: &str| {
+        let p = PackedScalars::pack(v).unwrap_or_else(|| panic!("{what}: not packed"));
+        let ScalarVec::Device(d) = gpu.load_packed(&p).unwrap() else {
+            panic!("{what}: not on the device");
+        };
+        assert_eq!(d.len(), v.len(), "{what}");
+        assert_eq!(d.download(gpu.device()).unwrap(), as_limbs(v), "{what}");
+    };
+    // Edge cases: empty, n = 1, all zeros, all ones, a length that is no multiple of 64.
+    unpacks(&[], "empty");
+    unpacks(&[Scalar::ONE], "one element");
+    unpacks(&vec![Scalar::ZERO; 1000], "zeros");
+    unpacks(&vec![Scalar::ONE; 65], "ones");
+    // Wide values in every position of a word, the field's largest element among them.
+    let mixed: Vec<Scalar> = (0..3 * 65536 + 77u64)
+        .map(|i| match i % 11 {
+            0 => Scalar::from(i + 2),
+            5 if i % 3 == 0 => -Scalar::ONE,
+            k if k % 2 == 0 => Scalar::ZERO,
+            _ => Scalar::ONE,
+        })
+        .collect();
+    unpacks(&mixed, "mixed");
+    for log in [porep_shaped::MIN_LOG, 16] {
+        let s = PorepShaped::new(log, 5).synthesize_witness().unwrap();
+        unpacks(&s.aux, &format!("porep-shaped 2^{log}"));
+    }
+
+    // A packed partition proves the bytes of the plain one, on the device and on the CPU
+    // backend (which unpacks on the host).
+    let log = 12;
+    let srs = SrsCache::new(param_dir());
+    let entry = srs.synthetic_set(SyntheticShape::Porep, log).unwrap();
+    let (r, s) = (Scalar::from(5u64), Scalar::from(8u64));
+    let prove = |backend: &dyn Backend, synth: Synthesized| {
+        let (msm, _) = prove_on_device(backend, &entry.params, &entry.id, synth).unwrap();
+        proof_bytes(&assemble(&entry.params.vk, &msm, r, s).unwrap())
+    };
+    let plain = PorepShaped::new(log, 7).synthesize_witness().unwrap();
+    let mut packed = plain.clone();
+    assert!(packed.pack_aux());
+    assert!(packed.aux.is_empty());
+    assert_eq!(packed.aux_len(), plain.aux.len());
+    let want = prove(&gpu, plain);
+    assert_eq!(prove(&gpu, packed.clone()), want, "device, packed vs plain");
+    assert_eq!(prove(&CpuBackend, packed), want, "CPU backend, packed");
 }

@@ -106,8 +106,8 @@ fn sparse_densities_match_bellperson_byte_for_byte() {
     }
 }
 
-/// The PoRep-shaped circuit as the job path proves it (direct synthesis, not bellpepper's),
-/// against bellperson's prover on the same circuit.
+/// The PoRep-shaped circuit as the job path proves it (direct synthesis, not bellpepper's;
+/// and witness only with the aux packed), against bellperson's prover on the same circuit.
 #[test]
 fn porep_shaped_circuits_match_bellperson_byte_for_byte() {
     for log in [10u32, 11] {
@@ -127,6 +127,16 @@ fn porep_shaped_circuits_match_bellperson_byte_for_byte() {
                 proof_bytes(&ours),
                 proof_bytes(&theirs),
                 "2^{log} seed {seed}"
+            );
+            // As a GPU worker's partition arrives: witness only, a, b, c deferred, the aux
+            // packed (the CPU backend unpacks it and evaluates a, b, c on the host).
+            let mut packed = circuit.synthesize_witness().unwrap();
+            assert!(packed.pack_aux(), "2^{log}: a PoRep-shaped aux packs");
+            let (msm, _) = prove_on_device(&CpuBackend, &params, "t", packed).unwrap();
+            assert_eq!(
+                proof_bytes(&assemble(&params.vk, &msm, r, s).unwrap()),
+                proof_bytes(&theirs),
+                "2^{log} seed {seed}: deferred and packed"
             );
             let inputs = circuit.public_inputs();
             assert!(groth16::verify_proof(&pvk, &ours, &inputs).unwrap());

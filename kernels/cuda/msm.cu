@@ -9,7 +9,8 @@
 //   msm_reduce_level_{g1,g2}, msm_sum_level_{g1,g2}   per-window sum_d d * B_d
 //   msm_xyzz_to_jacobian_{g1,g2}                     the few points left, in blst's form
 // The host combines those (levels, windows) with blstrs. Beside them, msm_select_scalars
-// compacts a device vector by a density bitmap (msm/select.cuh), and msm_bits_* split a
+// compacts a device vector by a density bitmap and msm_expand_scalars unpacks an assignment
+// uploaded as bitmaps and its wide values (msm/select.cuh), and msm_bits_* split a
 // bit-heavy MSM into a batch addition over its ones and a smaller MSM (msm/bits.cuh).
 #include "curve/bls12_381.cuh"
 #include "msm/accumulate.cuh"
@@ -24,6 +25,13 @@ extern "C" {
 __global__ void msm_select_scalars(const uint4* in, uint32_t n, const unsigned long long* words,
                                    const uint32_t* word_rank, uint4* out) {
     select_scalars(in, n, words, word_rank, out);
+}
+
+__global__ void msm_expand_scalars(uint32_t n, const unsigned long long* wide_words,
+                                   const uint32_t* wide_rank, const uint4* wide,
+                                   const unsigned long long* one_words, const uint4* one,
+                                   uint4* out) {
+    expand_scalars(n, wide_words, wide_rank, wide, one_words, one, out);
 }
 
 __global__ void msm_count_digits(uint32_t* scalars, msm_layout lay, uint32_t first,

@@ -11,6 +11,7 @@ use ff::Field;
 use super::{Backend, BackendError, FromMatrices, G1Bases, G2Bases, ScalarVec};
 use crate::footprint::HostCopies;
 use crate::matrices::Matrices;
+use crate::packed::PackedScalars;
 use crate::synth::Density;
 
 /// The kernels crate, for callers (benchmarks, tools) that drive the device directly.
@@ -161,6 +162,22 @@ impl Backend for CudaBackend {
         // Staged: pinning a 2^27 aux in place costs more than staging it (kernels/NOTES.md).
         let d = DeviceScalars::upload(&self.dev, as_limbs(scalars)).map_err(map_error)?;
         Ok(ScalarVec::Device(d))
+    }
+
+    fn load_packed(&self, packed: &PackedScalars) -> Result<ScalarVec<'static>, BackendError> {
+        let parts = cuzk_kernels::msm::PackedParts {
+            len: packed.len(),
+            wide_words: packed.wide_words(),
+            wide: as_limbs(packed.wide()),
+            one_words: packed.one_words(),
+            one: as_limbs(&[Scalar::ONE])[0],
+        };
+        let d = cuzk_kernels::msm::upload_packed(&self.dev, parts).map_err(map_error)?;
+        Ok(ScalarVec::Device(d))
+    }
+
+    fn takes_packed(&self) -> bool {
+        true
     }
 
     fn select<'a>(

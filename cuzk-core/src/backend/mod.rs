@@ -8,6 +8,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
 use crate::footprint::HostCopies;
 use crate::matrices::Matrices;
+use crate::packed::PackedScalars;
 use crate::synth::Density;
 
 pub mod cpu;
@@ -180,6 +181,18 @@ pub trait Backend: Send + Sync {
     /// `scalars` where this backend's MSMs read them, for several MSMs over one vector.
     fn load_scalars<'a>(&self, scalars: &'a [Scalar]) -> Result<ScalarVec<'a>, BackendError> {
         Ok(ScalarVec::Host(Cow::Borrowed(scalars)))
+    }
+
+    /// As `load_scalars`, for an assignment the synthesis worker packed (packed.rs). Here:
+    /// unpacked on the host.
+    fn load_packed(&self, packed: &PackedScalars) -> Result<ScalarVec<'static>, BackendError> {
+        Ok(ScalarVec::Host(Cow::Owned(packed.unpack())))
+    }
+
+    /// Whether `load_packed` is this backend's fast way in (the device unpacks, so the
+    /// packed vector is what crosses the bus): the synthesis worker packs only for these.
+    fn takes_packed(&self) -> bool {
+        false
     }
 
     /// The members of `v` in `density` (indexed like `v`), in order, where `v` is: the

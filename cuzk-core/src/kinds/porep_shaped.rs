@@ -421,6 +421,7 @@ impl PorepShaped {
             b_input_density: d.b_input.clone(),
             b_aux_density: d.b_aux.clone(),
             deferred: None,
+            packed_aux: None,
         }
     }
 }

@@ -1,0 +1,214 @@
+//! An aux assignment packed for the device step: two bitmaps (which elements are wide, which
+//! of the others are one) and the wide values in order.
+//!
+//! A Filecoin witness is mostly bits: a real 2 KiB PoRep partition's aux is 51.2% zeros,
+//! 47.1% ones and 1.6% wider values, and the PoRep-shaped kind follows it. At 2^27 the plain
+//! vector is 4.3 GB and its staged upload took ~174 ms of every device step on the H200; packed
+//! it is ~110 MB, and the device unpacks it in one pass (cuzk-kernels' `upload_packed`).
+//! Packing runs in the synthesis worker, off the device lock, and lets the partition wait
+//! for its step holding ~2.5% of the memory.
+
+use blstrs::Scalar;
+use ff::Field;
+use rayon::prelude::*;
+
+use crate::limbs::as_limbs;
+
+/// Elements per task of the parallel passes (a multiple of 64: tasks own whole words).
+const CHUNK: usize = 1 << 16;
+
+/// Beyond this share of wide elements packing saves too little to be worth a pass.
+const MAX_WIDE_SHARE: f64 = 0.25;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PackedScalars {
+    len: usize,
+    /// Bit i % 64 of word i / 64: element i is wide (its value is in `wide`).
+    wide_words: Vec<u64>,
+    /// The same for the other elements: one (else zero). Never set where `wide_words` is.
+    one_words: Vec<u64>,
+    wide: Vec<Scalar>,
+}
+
+/// One task's words and wide values.
+struct Piece {
+    wide_words: Vec<u64>,
+    one_words: Vec<u64>,
+    wide: Vec<Scalar>,
+}
+
+impl PackedScalars {
+    /// `v` packed, or None when more than a quarter of it is wide (a uniform witness).
+    pub fn pack(v: &[Scalar]) -> Option<Self> {
+        let one = as_limbs(&[Scalar::ONE])[0];
+        let pieces: Vec<Piece> = v
+            .par_chunks(CHUNK)
+            .map(|chunk| {
+                let words = chunk.len().div_ceil(64);
+                let mut p = Piece {
+                    wide_words: vec![0; words],
+                    one_words: vec![0; words],
+                    wide: Vec::new(),
+                };
+                // Compared as limbs: Scalar's own equality is constant-time, slower.
+                for (i, (x, limbs)) in chunk.iter().zip(as_limbs(chunk)).enumerate() {
+                    let bit = 1u64 << (i % 64);
+                    if *limbs == one {
+                        p.one_words[i / 64] |= bit;
+                    } else if *limbs != [0; 4] {
+                        p.wide_words[i / 64] |= bit;
+                        p.wide.push(*x);
+                    }
+                }
+                p
+            })
+            .collect();
+        let wide: usize = pieces.iter().map(|p| p.wide.len()).sum();
+        if wide as f64 > MAX_WIDE_SHARE * v.len() as f64 {
+            return None;
+        }
+        let mut packed = PackedScalars {
+            len: v.len(),
+            wide_words: Vec::with_capacity(v.len().div_ceil(64)),
+            one_words: Vec::with_capacity(v.len().div_ceil(64)),
+            wide: Vec::with_capacity(wide),
+        };
+        for p in pieces {
+            packed.wide_words.extend_from_slice(&p.wide_words);
+            packed.one_words.extend_from_slice(&p.one_words);
+            packed.wide.extend_from_slice(&p.wide);
+        }
+        Some(packed)
+    }
+
+    /// The plain vector again (a backend without its own unpacking: the CPU's).
+    pub fn unpack(&self) -> Vec<Scalar> {
+        // Where each task's wide values start: its words' set bits before it.
+        let starts: Vec<usize> = self
+            .wide_words
+            .chunks(CHUNK / 64)
+            .scan(0, |seen, words| {
+                let start = *seen;
+                *seen += words.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+                Some(start)
+            })
+            .collect();
+        let mut out = crate::hugevec::zeroed(self.len);
+        out.par_chunks_mut(CHUNK)
+            .zip(starts)
+            .enumerate()
+            .for_each(|(c, (chunk, start))| {
+                let mut next = start;
+                for (i, x) in chunk.iter_mut().enumerate() {
+                    let (w, bit) = (c * CHUNK / 64 + i / 64, 1u64 << (i % 64));
+                    if self.wide_words[w] & bit != 0 {
+                        *x = self.wide[next];
+                        next += 1;
+                    } else if self.one_words[w] & bit != 0 {
+                        *x = Scalar::ONE;
+                    }
+                }
+            });
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn wide_words(&self) -> &[u64] {
+        &self.wide_words
+    }
+
+    pub fn one_words(&self) -> &[u64] {
+        &self.one_words
+    }
+
+    /// The wide elements, in order.
+    pub fn wide(&self) -> &[Scalar] {
+        &self.wide
+    }
+
+    /// Host memory held.
+    pub fn host_bytes(&self) -> u64 {
+        (8 * (self.wide_words.len() + self.one_words.len())
+            + std::mem::size_of::<Scalar>() * self.wide.len()) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bit-heavy like a witness: zeros, ones, and every 37th element wide (the field's
+    /// largest element and small integers among them: neither is zero or one).
+    fn witness(n: usize, seed: u64) -> Vec<Scalar> {
+        (0..n as u64)
+            .map(|i| match (i * 2654435761 + seed) % 37 {
+                0 => Scalar::from(i + 2),
+                1 => -Scalar::ONE,
+                k if k % 2 == 0 => Scalar::ZERO,
+                _ => Scalar::ONE,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn packs_and_unpacks_every_length() {
+        // Empty, one element, around a word, around a task, several tasks and a ragged end.
+        for n in [
+            0,
+            1,
+            2,
+            63,
+            64,
+            65,
+            127,
+            4097,
+            CHUNK - 1,
+            CHUNK,
+            CHUNK + 1,
+            3 * CHUNK + 77,
+        ] {
+            let v = witness(n, n as u64);
+            let wide: Vec<Scalar> = v
+                .iter()
+                .filter(|x| **x != Scalar::ZERO && **x != Scalar::ONE)
+                .copied()
+                .collect();
+            let Some(p) = PackedScalars::pack(&v) else {
+                // Only a short vector can be a quarter wide here (one in 37 otherwise).
+                assert!(4 * wide.len() > n, "{n}: not packed");
+                continue;
+            };
+            assert_eq!(p.len(), n);
+            assert_eq!(p.unpack(), v, "{n}");
+            assert_eq!(p.wide(), wide, "{n}");
+            let marked: u32 = p.wide_words().iter().map(|w| w.count_ones()).sum();
+            assert_eq!(marked as usize, p.wide().len());
+            for (w, o) in p.wide_words().iter().zip(p.one_words()) {
+                assert_eq!(w & o, 0, "{n}: an element both wide and one");
+            }
+        }
+    }
+
+    #[test]
+    fn all_zeros_all_ones_and_a_uniform_vector() {
+        let zeros = vec![Scalar::ZERO; 1000];
+        let p = PackedScalars::pack(&zeros).unwrap();
+        assert!(p.wide().is_empty() && p.one_words().iter().all(|w| *w == 0));
+        assert_eq!(p.unpack(), zeros);
+        let ones = vec![Scalar::ONE; 1000];
+        let p = PackedScalars::pack(&ones).unwrap();
+        assert!(p.wide().is_empty());
+        assert_eq!(p.unpack(), ones);
+        assert!(p.host_bytes() < 300);
+        // Mostly wide: not worth packing.
+        let uniform: Vec<Scalar> = (0..1000u64).map(|i| Scalar::from(i + 2)).collect();
+        assert_eq!(PackedScalars::pack(&uniform), None);
+    }
+}
