@@ -10,6 +10,8 @@
 #   scripts/device-scale.sh gen LOG      # generate the 2^LOG set (GPU), time it; load benchmark
 #   scripts/device-scale.sh prove LOG    # the 10-partition bench on an existing set, J=1 and J=2
 #   scripts/device-scale.sh levels LOG   # final's bench alone (LEVELS, NAME for the logs)
+#   scripts/device-scale.sh count LOG    # MSM tests with the count split per bucket set, gen,
+#                                        # final's bench
 #   scripts/device-scale.sh all LOG      # gen, then prove with J=1,2 in one sweep (one call)
 #   scripts/device-scale.sh again LOG    # MSM split tests, gen, one J=2 level (a shorter call)
 #   scripts/device-scale.sh abc LOG      # cuda_abc, gen, J=2 with a, b, c evaluated on the
@@ -18,7 +20,7 @@
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
 set -uo pipefail
-phase=${1:?phase: check | small LOG | gen LOG | prove LOG | levels LOG | all LOG | again LOG | abc LOG | final LOG}
+phase=${1:?phase: check | small LOG | gen LOG | prove LOG | levels LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -141,6 +143,22 @@ final)
     kill "$m"
     grep -h -B1 -A4 "^J " "$OUT/bench-2p$log.log"
     grep -h -E "SRS_LOAD_END|NTT_END|MSM_END|GPU_END" "$OUT/daemon-final-$log.log" | tail -8
+    ;;
+count)
+    # The MSM tests with every device-scalar count split into one pass per bucket set
+    # (CUZK_MSM_COUNT_BYTES=1), cuda_master as configured; then gen and final's bench.
+    for t in cuda_msm cuda_msm_bits; do
+        [[ -x $B/$t ]] && step "$t" 150 env CUZK_MSM_COUNT_BYTES=1 CUZK_MSM_TEST_MAX_LOG=16 \
+            "$B/$t" --test-threads=4
+    done
+    [[ -x $B/cuda_master ]] && step cuda_master 120 "$B/cuda_master" --test-threads=4
+    grep -h -E "^test |test result|panicked" "$OUT"/cuda_*.log | tail -30
+    step "gen-2p$log" 120 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
+    m=$(sample_memory "count-$log")
+    step "bench-2p$log" 300 bench "count-$log" "${LEVELS:-1,2}" 3 --warmup 0
+    kill "$m"
+    grep -h -B1 -A4 "^J " "$OUT/bench-2p$log.log"
+    grep -h -E "NTT_END|MSM_END|GPU_END" "$OUT/daemon-count-$log.log" | tail -6
     ;;
 levels)
     # final's bench alone, on the set final generated (NAME names the logs).

@@ -1,16 +1,19 @@
-//! An aux assignment packed for the device step: two bitmaps (which elements are wide, which
-//! of the others are one) and the wide values in order.
+//! An aux assignment packed for the device step: per 64 elements two bitmaps (which are
+//! wide, which of the others are one) and a rank (wide elements before them), and the wide
+//! values in order.
 //!
 //! A Filecoin witness is mostly bits: a real 2 KiB PoRep partition's aux is 51.2% zeros,
 //! 47.1% ones and 1.6% wider values, and the PoRep-shaped kind follows it. At 2^27 the plain
 //! vector is 4.3 GB and its staged upload took ~174 ms of every device step on the H200; packed
-//! it is ~110 MB, and the device unpacks it in one pass (cuzk-kernels' `upload_packed`).
+//! it is ~140 MB, and the device unpacks it in one pass (cuzk-kernels' `upload_packed`).
 //! Packing runs in the synthesis worker, off the device lock, and lets the partition wait
 //! for its step holding ~2.5% of the memory.
 
 use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
+
+use cuzk_kernels::msm::PackedWord;
 
 use crate::limbs::as_limbs;
 
@@ -23,17 +26,15 @@ const MAX_WIDE_SHARE: f64 = 0.25;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PackedScalars {
     len: usize,
-    /// Bit i % 64 of word i / 64: element i is wide (its value is in `wide`).
-    wide_words: Vec<u64>,
-    /// The same for the other elements: one (else zero). Never set where `wide_words` is.
-    one_words: Vec<u64>,
+    /// One per 64 elements, in the layout the device reads (`PackedWord`): which are wide,
+    /// which of the others are one, and how many wide elements come before the word.
+    words: Vec<PackedWord>,
     wide: Vec<Scalar>,
 }
 
-/// One task's words and wide values.
+/// One task's words (ranks counted from the task's start) and wide values.
 struct Piece {
-    wide_words: Vec<u64>,
-    one_words: Vec<u64>,
+    words: Vec<PackedWord>,
     wide: Vec<Scalar>,
 }
 
@@ -44,19 +45,20 @@ impl PackedScalars {
         let pieces: Vec<Piece> = v
             .par_chunks(CHUNK)
             .map(|chunk| {
-                let words = chunk.len().div_ceil(64);
                 let mut p = Piece {
-                    wide_words: vec![0; words],
-                    one_words: vec![0; words],
+                    words: vec![PackedWord::default(); chunk.len().div_ceil(64)],
                     wide: Vec::new(),
                 };
                 // Compared as limbs: Scalar's own equality is constant-time, slower.
                 for (i, (x, limbs)) in chunk.iter().zip(as_limbs(chunk)).enumerate() {
-                    let bit = 1u64 << (i % 64);
+                    let (w, bit) = (&mut p.words[i / 64], 1u64 << (i % 64));
+                    if bit == 1 {
+                        w.wide_rank = p.wide.len() as u64;
+                    }
                     if *limbs == one {
-                        p.one_words[i / 64] |= bit;
+                        w.one |= bit;
                     } else if *limbs != [0; 4] {
-                        p.wide_words[i / 64] |= bit;
+                        w.wide |= bit;
                         p.wide.push(*x);
                     }
                 }
@@ -69,13 +71,15 @@ impl PackedScalars {
         }
         let mut packed = PackedScalars {
             len: v.len(),
-            wide_words: Vec::with_capacity(v.len().div_ceil(64)),
-            one_words: Vec::with_capacity(v.len().div_ceil(64)),
+            words: Vec::with_capacity(v.len().div_ceil(64)),
             wide: Vec::with_capacity(wide),
         };
         for p in pieces {
-            packed.wide_words.extend_from_slice(&p.wide_words);
-            packed.one_words.extend_from_slice(&p.one_words);
+            let before = packed.wide.len() as u64;
+            packed.words.extend(p.words.iter().map(|w| PackedWord {
+                wide_rank: w.wide_rank + before,
+                ..*w
+            }));
             packed.wide.extend_from_slice(&p.wide);
         }
         Some(packed)
@@ -83,28 +87,17 @@ impl PackedScalars {
 
     /// The plain vector again (a backend without its own unpacking: the CPU's).
     pub fn unpack(&self) -> Vec<Scalar> {
-        // Where each task's wide values start: its words' set bits before it.
-        let starts: Vec<usize> = self
-            .wide_words
-            .chunks(CHUNK / 64)
-            .scan(0, |seen, words| {
-                let start = *seen;
-                *seen += words.iter().map(|w| w.count_ones() as usize).sum::<usize>();
-                Some(start)
-            })
-            .collect();
         let mut out = crate::hugevec::zeroed(self.len);
-        out.par_chunks_mut(CHUNK)
-            .zip(starts)
-            .enumerate()
-            .for_each(|(c, (chunk, start))| {
-                let mut next = start;
+        out.par_chunks_mut(64)
+            .zip(&self.words)
+            .for_each(|(chunk, w)| {
+                let mut next = w.wide_rank as usize;
                 for (i, x) in chunk.iter_mut().enumerate() {
-                    let (w, bit) = (c * CHUNK / 64 + i / 64, 1u64 << (i % 64));
-                    if self.wide_words[w] & bit != 0 {
+                    let bit = 1u64 << i;
+                    if w.wide & bit != 0 {
                         *x = self.wide[next];
                         next += 1;
-                    } else if self.one_words[w] & bit != 0 {
+                    } else if w.one & bit != 0 {
                         *x = Scalar::ONE;
                     }
                 }
@@ -120,12 +113,8 @@ impl PackedScalars {
         self.len == 0
     }
 
-    pub fn wide_words(&self) -> &[u64] {
-        &self.wide_words
-    }
-
-    pub fn one_words(&self) -> &[u64] {
-        &self.one_words
+    pub fn words(&self) -> &[PackedWord] {
+        &self.words
     }
 
     /// The wide elements, in order.
@@ -135,7 +124,7 @@ impl PackedScalars {
 
     /// Host memory held.
     pub fn host_bytes(&self) -> u64 {
-        (8 * (self.wide_words.len() + self.one_words.len())
+        (std::mem::size_of::<PackedWord>() * self.words.len()
             + std::mem::size_of::<Scalar>() * self.wide.len()) as u64
     }
 }
@@ -188,11 +177,13 @@ mod tests {
             assert_eq!(p.len(), n);
             assert_eq!(p.unpack(), v, "{n}");
             assert_eq!(p.wide(), wide, "{n}");
-            let marked: u32 = p.wide_words().iter().map(|w| w.count_ones()).sum();
-            assert_eq!(marked as usize, p.wide().len());
-            for (w, o) in p.wide_words().iter().zip(p.one_words()) {
-                assert_eq!(w & o, 0, "{n}: an element both wide and one");
+            let mut before = 0;
+            for w in p.words() {
+                assert_eq!(w.wide & w.one, 0, "{n}: an element both wide and one");
+                assert_eq!(w.wide_rank, before, "{n}");
+                before += w.wide.count_ones() as u64;
             }
+            assert_eq!(before as usize, p.wide().len());
         }
     }
 
@@ -200,13 +191,13 @@ mod tests {
     fn all_zeros_all_ones_and_a_uniform_vector() {
         let zeros = vec![Scalar::ZERO; 1000];
         let p = PackedScalars::pack(&zeros).unwrap();
-        assert!(p.wide().is_empty() && p.one_words().iter().all(|w| *w == 0));
+        assert!(p.wide().is_empty() && p.words().iter().all(|w| w.one == 0));
         assert_eq!(p.unpack(), zeros);
         let ones = vec![Scalar::ONE; 1000];
         let p = PackedScalars::pack(&ones).unwrap();
         assert!(p.wide().is_empty());
         assert_eq!(p.unpack(), ones);
-        assert!(p.host_bytes() < 300);
+        assert!(p.host_bytes() <= 16 * 32);
         // Mostly wide: not worth packing.
         let uniform: Vec<Scalar> = (0..1000u64).map(|i| Scalar::from(i + 2)).collect();
         assert_eq!(PackedScalars::pack(&uniform), None);

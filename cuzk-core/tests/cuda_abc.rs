@@ -235,6 +235,20 @@ fn packed_aux_unpacks_on_the_device_and_proves_the_same_bytes() {
         unpacks(&s.aux, &format!("porep-shaped 2^{log}"));
     }
 
+    // Words that rank past the wide values given are refused, not read past.
+    let p = PackedScalars::pack(&mixed).unwrap();
+    let short = kernels::msm::PackedParts {
+        len: p.len(),
+        words: p.words(),
+        wide: &as_limbs(p.wide())[1..],
+        one: as_limbs(&[Scalar::ONE])[0],
+    };
+    let err = kernels::msm::upload_packed(gpu.device(), short).err();
+    assert!(
+        err.as_ref().is_some_and(|e| e.to_string().contains("rank")),
+        "{err:?}"
+    );
+
     // A packed partition proves the bytes of the plain one, on the device and on the CPU
     // backend (which unpacks on the host).
     let log = 12;

@@ -1,8 +1,8 @@
 // Pippenger multi-scalar multiplication in G1 and G2 of BLS12-381: the kernels the host
 // side (kernels/src/msm/) launches, in order:
 //   msm_fold_{g1,g2}        (once per resident base vector) copies 2^(c k) P, see fold.cuh
-//   msm_count_digits        per uploaded slice: scalars Fr Montgomery -> canonical in place,
-//                           signed window digits, counted per bucket
+//   msm_count_digits        per uploaded slice (or per range of bucket sets): scalars Fr
+//                           Montgomery -> canonical in place, signed digits counted per bucket
 //   msm_scan_* (3)          exclusive scan of the bucket counts -> bucket offsets
 //   msm_partition_digits, msm_place_digits   point indices in bucket order (msm/sort.cuh)
 //   msm_accumulate_{g1,g2}  bucket sums (XYZZ), then msm_join_heads_{g1,g2} in levels
@@ -10,8 +10,9 @@
 //   msm_xyzz_to_jacobian_{g1,g2}                     the few points left, in blst's form
 // The host combines those (levels, windows) with blstrs. Beside them, msm_select_scalars
 // compacts a device vector by a density bitmap and msm_expand_scalars unpacks an assignment
-// uploaded as bitmaps and its wide values (msm/select.cuh), and msm_bits_* split a
-// bit-heavy MSM into a batch addition over its ones and a smaller MSM (msm/bits.cuh).
+// uploaded as per-word bitmaps and ranks and its wide values (msm/select.cuh), and
+// msm_bits_* split a bit-heavy MSM into a batch addition over its ones and a smaller MSM
+// (msm/bits.cuh).
 #include "curve/bls12_381.cuh"
 #include "msm/accumulate.cuh"
 #include "msm/bits.cuh"
@@ -27,16 +28,15 @@ __global__ void msm_select_scalars(const uint4* in, uint32_t n, const unsigned l
     select_scalars(in, n, words, word_rank, out);
 }
 
-__global__ void msm_expand_scalars(uint32_t n, const unsigned long long* wide_words,
-                                   const uint32_t* wide_rank, const uint4* wide,
-                                   const unsigned long long* one_words, const uint4* one,
-                                   uint4* out) {
-    expand_scalars(n, wide_words, wide_rank, wide, one_words, one, out);
+__global__ void msm_expand_scalars(uint32_t n, const packed_word* words, const uint4* wide,
+                                   uint32_t nwide, const uint4* one, uint4* out, uint32_t* bad) {
+    expand_scalars(n, words, wide, nwide, one, out, bad);
 }
 
 __global__ void msm_count_digits(uint32_t* scalars, msm_layout lay, uint32_t first,
-                                 uint32_t count, uint32_t* counts) {
-    count_digits(scalars, lay, first, count, counts);
+                                 uint32_t count, uint32_t* counts, uint32_t convert,
+                                 uint32_t set_lo, uint32_t set_hi) {
+    count_digits(scalars, lay, first, count, counts, convert, set_lo, set_hi);
 }
 
 __global__ void __launch_bounds__(PART_BLOCK) msm_partition_digits(

@@ -167,9 +167,8 @@ impl Backend for CudaBackend {
     fn load_packed(&self, packed: &PackedScalars) -> Result<ScalarVec<'static>, BackendError> {
         let parts = cuzk_kernels::msm::PackedParts {
             len: packed.len(),
-            wide_words: packed.wide_words(),
+            words: packed.words(),
             wide: as_limbs(packed.wide()),
-            one_words: packed.one_words(),
             one: as_limbs(&[Scalar::ONE])[0],
         };
         let d = cuzk_kernels::msm::upload_packed(&self.dev, parts).map_err(map_error)?;

@@ -21,23 +21,31 @@ __device__ __forceinline__ void select_scalars(const uint4* in, uint32_t n,
 }
 
 // The inverse of a selection, for an assignment that crossed the bus packed (most of a
-// Filecoin witness is zeros and ones): out[i] = wide[rank(i)] where bit i of `wide_words` is
-// set, else *one (the field's one, Montgomery form) where bit i of `one_words` is, else zero.
-// wide_rank[w] = set bits of wide_words before word w.
-__device__ __forceinline__ void expand_scalars(uint32_t n, const unsigned long long* wide_words,
-                                               const uint32_t* wide_rank, const uint4* wide,
-                                               const unsigned long long* one_words,
-                                               const uint4* one, uint4* out) {
+// Filecoin witness is zeros and ones): per 64 elements one packed_word, whose bit i % 64 of
+// `wide` says element i is wide[rank + set bits of `wide` below it], else of `one` that it
+// is *one (the field's one, Montgomery form), else it is zero. A rank that points past the
+// nwide values given sets *bad instead of reading there.
+struct packed_word {
+    unsigned long long wide, one, rank, reserved;
+};
+
+__device__ __forceinline__ void expand_scalars(uint32_t n, const packed_word* words,
+                                               const uint4* wide, uint32_t nwide,
+                                               const uint4* one, uint4* out, uint32_t* bad) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const unsigned long long w = wide_words[i >> 6];
+    const packed_word w = words[i >> 6];
     const uint32_t b = i & 63;
     uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
-    if ((w >> b) & 1) {
-        const uint32_t r = wide_rank[i >> 6] + __popcll(w & ((1ull << b) - 1));
-        lo = wide[2 * (size_t)r];
-        hi = wide[2 * (size_t)r + 1];
-    } else if ((one_words[i >> 6] >> b) & 1) {
+    if ((w.wide >> b) & 1) {
+        const unsigned long long r = w.rank + __popcll(w.wide & ((1ull << b) - 1));
+        if (r < nwide) {
+            lo = wide[2 * r];
+            hi = wide[2 * r + 1];
+        } else {
+            atomicOr(bad, 1u);
+        }
+    } else if ((w.one >> b) & 1) {
         lo = one[0];
         hi = one[1];
     }

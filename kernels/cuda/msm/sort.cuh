@@ -59,17 +59,26 @@ __device__ __forceinline__ void for_each_digit(const uint32_t s[8], const msm_la
 }
 
 // Scalars [first, first + count) (one slice of the upload): Montgomery -> canonical in
-// place (the partition pass reads them again), then one count per nonzero digit.
+// place if `convert` (the partition pass reads them again), then one count per nonzero
+// digit that falls in bucket sets [set_lo, set_hi). Counting the sets in several passes
+// keeps each pass's counters within L2: a 2^27 MSM on folded bases (3 sets of 2^23 buckets,
+// 100 MB of counters) counted in 71 ms in one pass, where 13 sets of 2^19 took 27 ms.
 __device__ __forceinline__ void count_digits(uint32_t* scalars, msm_layout lay, uint32_t first,
-                                             uint32_t count, uint32_t* counts) {
+                                             uint32_t count, uint32_t* counts, uint32_t convert,
+                                             uint32_t set_lo, uint32_t set_hi) {
     const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= count) return;
     const uint32_t i = first + k;
     uint32_t s[8];
     load_scalar(scalars, i, s);
-    fr_canonical::from_montgomery(s);
-    store_scalar(scalars, i, s);
-    for_each_digit(s, lay, i, [&](uint32_t b, uint32_t) { atomicAdd(&counts[b], 1u); });
+    if (convert) {
+        fr_canonical::from_montgomery(s);
+        store_scalar(scalars, i, s);
+    }
+    const uint32_t lo = set_lo * lay.buckets_per_window, hi = set_hi * lay.buckets_per_window;
+    for_each_digit(s, lay, i, [&](uint32_t b, uint32_t) {
+        if (b >= lo && b < hi) atomicAdd(&counts[b], 1u);
+    });
 }
 
 #define PART_BLOCK 512

@@ -51,7 +51,7 @@ use buckets::*;
 pub use plan::window_bits;
 use plan::*;
 use scan::exclusive_scan;
-pub use select::{select_scalars, upload_packed, PackedParts};
+pub use select::{select_scalars, upload_packed, PackedParts, PackedWord};
 
 /// Buckets per reduction segment: each level divides the points left by this. A power of
 /// two, so that the host multiplies by it with doublings. The reduction is bound by its
@@ -443,35 +443,48 @@ fn msm_chunk<G: MsmGroup>(
     // Device scalars are copied (device to device) and counted in one launch: the kernels
     // make their copy canonical in place, the caller's vector stays as it was.
     let mut counts = stream.alloc_zeros::<u32>(nb as usize)?;
-    let count_digits =
-        |sc: u64, first: usize, count: usize, counts: &mut CudaSlice<u32>| -> Result<()> {
-            let (first, count) = (first as u32, count as u32);
-            unsafe {
-                stream
-                    .launch_builder(&k.count)
-                    .arg(&sc)
-                    .arg(&lay)
-                    .arg(&first)
-                    .arg(&count)
-                    .arg(counts)
-                    .launch(grid(count, 256))?;
-            }
-            Ok(())
-        };
+    let count_digits = |sc: u64,
+                        first: usize,
+                        count: usize,
+                        counts: &mut CudaSlice<u32>,
+                        sets_range: std::ops::Range<u32>|
+     -> Result<()> {
+        let (first, count) = (first as u32, count as u32);
+        // The first pass over the scalars makes them canonical.
+        let convert = u32::from(sets_range.start == 0);
+        unsafe {
+            stream
+                .launch_builder(&k.count)
+                .arg(&sc)
+                .arg(&lay)
+                .arg(&first)
+                .arg(&count)
+                .arg(counts)
+                .arg(&convert)
+                .arg(&sets_range.start)
+                .arg(&sets_range.end)
+                .launch(grid(count, 256))?;
+        }
+        Ok(())
+    };
     let sc_buf = DeviceScalars::alloc(dev, n)?;
     let sc = sc_buf.device_ptr();
     match scalars {
         Scalars::Host(host) => {
             dev.ntt_state()
                 .upload_staged_each(dev, scalar_limbs(host), sc, |first, count| {
-                    count_digits(sc, first, count, &mut counts)
+                    count_digits(sc, first, count, &mut counts, 0..sets)
                 })?;
         }
         Scalars::Device(d) => {
             let src = d.device_ptr() + (offset * ELEM_BYTES) as u64;
             // SAFETY: both ranges lie inside their allocations (offset + n <= d.len()).
             unsafe { result::memcpy_dtod_async(sc, src, n * ELEM_BYTES, stream.cu_stream()) }?;
-            count_digits(sc, 0, n, &mut counts)?;
+            // In passes of a few sets where all the counters would not fit in L2.
+            let per_pass = sets_per_count_pass(dev, m)?;
+            for lo in (0..sets).step_by(per_pass as usize) {
+                count_digits(sc, 0, n, &mut counts, lo..(lo + per_pass).min(sets))?;
+            }
         }
     }
     prof.mark("upload+count")?;

@@ -130,6 +130,26 @@ pub(super) fn working_bytes<G: MsmGroup>(n: usize, plan: Plan) -> usize {
         + (1 << 20)
 }
 
+/// Bucket sets whose counters (`buckets_per_window` u32 each) one counting pass over device
+/// scalars takes: as many as fit in 3/4 of the L2 cache, so that the count's atomics hit it
+/// (cuda/msm/sort.cuh); at least one. `CUZK_MSM_COUNT_BYTES` sets the counters' bytes per
+/// pass instead (tests force several passes with it).
+pub(super) fn sets_per_count_pass(dev: &GpuDevice, buckets_per_window: u32) -> Result<u32> {
+    let bytes = match std::env::var("CUZK_MSM_COUNT_BYTES")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        Some(b) => b,
+        None => {
+            let l2 = dev
+                .ctx()
+                .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
+            l2.max(0) as u64 * 3 / 4
+        }
+    };
+    Ok((bytes / (4 * buckets_per_window as u64)).clamp(1, u32::MAX as u64) as u32)
+}
+
 /// Upper bound on accumulation segments (threads), for memory planning.
 pub(super) const MAX_SEGMENTS: u32 = 1 << 20;
 

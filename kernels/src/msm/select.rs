@@ -3,8 +3,8 @@
 //! for, and selecting on the device spares the host a copy of the vector and the device a
 //! second upload of it.
 //!
-//! Its inverse, [`upload_packed`]: an assignment that crosses the bus as two bitmaps and its
-//! wide values. A PoRep witness is ~98% zeros and ones, so at 2^27 that is ~110 MB instead
+//! Its inverse, [`upload_packed`]: an assignment that crosses the bus as bitmaps with ranks
+//! ([`PackedWord`]) and its wide values. A PoRep witness is ~98% zeros and ones, so at 2^27 that is ~110 MB instead
 //! of 4.3 GB (174 ms of the device step staged at ~25 GB/s).
 
 use super::*;
@@ -54,49 +54,44 @@ pub fn select_scalars(
     Ok(out)
 }
 
-/// A scalar vector of `len` elements as bitmaps (bit i % 64 of word i / 64) and values:
-/// element i is the next of `wide` where `wide_words` has bit i, else `one` where
-/// `one_words` has it, else zero.
+/// 64 elements of a packed scalar vector (cuda/msm/select.cuh `packed_word`): bit j of
+/// `wide` says element j is wide, the value `wide_rank` + (set bits of `wide` below j) of
+/// the wide values; else bit j of `one` says it is one; else it is zero.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PackedWord {
+    pub wide: u64,
+    pub one: u64,
+    /// Wide elements before this word.
+    pub wide_rank: u64,
+    pub reserved: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<PackedWord>() == ELEM_BYTES);
+const _: () = assert!(std::mem::align_of::<PackedWord>() == std::mem::align_of::<Limbs>());
+
+/// A scalar vector of `len` elements, packed: `words` (one per 64 elements) and the wide
+/// values they rank.
 #[derive(Clone, Copy, Debug)]
 pub struct PackedParts<'a> {
     pub len: usize,
-    pub wide_words: &'a [u64],
+    pub words: &'a [PackedWord],
     pub wide: &'a [Limbs],
-    pub one_words: &'a [u64],
     /// The field's one as the vector holds it (Montgomery form for blstrs scalars).
     pub one: Limbs,
 }
 
-/// The vector `p` describes, in device memory: the bitmaps and the wide values go up, the
-/// device writes the elements. Refused unless the bitmaps cover exactly `len` elements and
-/// `wide` holds one value per set bit of `wide_words`, so the kernel never reads outside
-/// what was uploaded.
+/// The vector `p` describes, in device memory: the words and the wide values go up through
+/// the pinned staging (both are a few percent of the vector for a witness), the device
+/// writes the elements. Refused when the words do not cover exactly `len` elements, or when
+/// a rank points past the wide values given (the kernel reads nothing there; the error comes
+/// back once it has run).
 pub fn upload_packed(dev: &GpuDevice, p: PackedParts<'_>) -> Result<DeviceScalars> {
-    let words = p.len.div_ceil(64);
-    if p.wide_words.len() != words || p.one_words.len() != words || p.len > u32::MAX as usize {
+    if p.words.len() != p.len.div_ceil(64) || p.len > u32::MAX as usize {
         return Err(GpuError::Invalid(format!(
-            "packed vector of {} elements with bitmaps of {} and {} words",
+            "packed vector of {} elements with {} words",
             p.len,
-            p.wide_words.len(),
-            p.one_words.len()
-        )));
-    }
-    let mut rank = Vec::with_capacity(words);
-    let mut total = 0usize;
-    for (i, w) in p.wide_words.iter().enumerate() {
-        // Bits past len would be counted here but never read by the kernel.
-        let w = if i + 1 == words && !p.len.is_multiple_of(64) {
-            w & ((1u64 << (p.len % 64)) - 1)
-        } else {
-            *w
-        };
-        rank.push(total as u32);
-        total += w.count_ones() as usize;
-    }
-    if total != p.wide.len() {
-        return Err(GpuError::Invalid(format!(
-            "packed vector: {total} wide elements marked, {} given",
-            p.wide.len()
+            p.words.len()
         )));
     }
     dev.ctx().bind_to_thread()?;
@@ -104,31 +99,39 @@ pub fn upload_packed(dev: &GpuDevice, p: PackedParts<'_>) -> Result<DeviceScalar
     if p.len == 0 {
         return Ok(out);
     }
+    // SAFETY: PackedWord is four u64s, like Limbs (size and alignment asserted above).
+    let words: &[Limbs] =
+        unsafe { std::slice::from_raw_parts(p.words.as_ptr().cast(), p.words.len()) };
+    let words = DeviceScalars::upload(dev, words)?;
     let wide = DeviceScalars::upload(dev, p.wide)?;
     let one = DeviceScalars::upload(dev, &[p.one])?;
     let stream = dev.stream();
-    let d_wide_words = stream.clone_htod(p.wide_words)?;
-    let d_rank = stream.clone_htod(&rank)?;
-    let d_one_words = stream.clone_htod(p.one_words)?;
+    let mut bad = stream.alloc_zeros::<u32>(1)?;
     let kernel = dev.module("msm")?.load_function("msm_expand_scalars")?;
-    let (wide_ptr, one_ptr, out_ptr, n) = (
+    let (n, nwide) = (p.len as u32, p.wide.len().min(u32::MAX as usize) as u32);
+    let (words_ptr, wide_ptr, one_ptr, out_ptr) = (
+        words.device_ptr(),
         wide.device_ptr(),
         one.device_ptr(),
         out.device_ptr(),
-        p.len as u32,
     );
     unsafe {
         stream
             .launch_builder(&kernel)
             .arg(&n)
-            .arg(&d_wide_words)
-            .arg(&d_rank)
+            .arg(&words_ptr)
             .arg(&wide_ptr)
-            .arg(&d_one_words)
+            .arg(&nwide)
             .arg(&one_ptr)
             .arg(&out_ptr)
+            .arg(&mut bad)
             .launch(grid(n, 256))?;
     }
-    // wide and one are freed in stream order, after the kernel has read them.
+    if stream.clone_dtoh(&bad)?[0] != 0 {
+        return Err(GpuError::Invalid(format!(
+            "packed vector: a rank points past its {} wide values",
+            p.wide.len()
+        )));
+    }
     Ok(out)
 }
