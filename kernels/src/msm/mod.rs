@@ -632,6 +632,19 @@ mod tests {
         assert_eq!(plan_fold::<G1>(1 << 31, usize::MAX), None);
     }
 
+    /// The H200's L2 (50 MB, 3/4 of it for counters): the folded 2^27 H MSM (c = 24, three
+    /// sets of 2^23 buckets, 100 MB of counters) counts one set per pass; plain c = 20 (13
+    /// sets of 2^19, 27 MB) all in one; a budget below one set still makes progress.
+    #[test]
+    fn count_passes_keep_the_counters_in_l2() {
+        let budget = 50 * (1 << 20) * 3 / 4;
+        assert_eq!(sets_within(budget, buckets_per_window(24)), 1);
+        let plain = sets_within(budget, buckets_per_window(20));
+        assert!(plain >= 13, "{plain}");
+        assert_eq!(sets_within(1, buckets_per_window(16)), 1);
+        assert_eq!(sets_within(0, 0), 1);
+    }
+
     #[test]
     fn sort_partitions_cover_every_bucket() {
         for nb in [

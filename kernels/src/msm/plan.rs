@@ -147,7 +147,12 @@ pub(super) fn sets_per_count_pass(dev: &GpuDevice, buckets_per_window: u32) -> R
             l2.max(0) as u64 * 3 / 4
         }
     };
-    Ok((bytes / (4 * buckets_per_window as u64)).clamp(1, u32::MAX as u64) as u32)
+    Ok(sets_within(bytes, buckets_per_window))
+}
+
+/// Sets of `buckets_per_window` u32 counters that fit in `bytes`; at least one.
+pub(super) fn sets_within(bytes: u64, buckets_per_window: u32) -> u32 {
+    (bytes / (4 * buckets_per_window.max(1) as u64)).clamp(1, u32::MAX as u64) as u32
 }
 
 /// Upper bound on accumulation segments (threads), for memory planning.
