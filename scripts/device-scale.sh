@@ -58,6 +58,22 @@ bench() { # name J count [flags]
         --daemon-arg=--backend=cuda --daemon-arg=--param-dir="$P" --daemon-arg=--synthesis-workers=2
 }
 
+# The 2^LOG set, generated (or found) in the parameter directory.
+gen_set() {
+    step "gen-2p$log" 120 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
+    tail -4 "$OUT/gen-2p$log.log"
+}
+# final's bench: J in ${LEVELS:-1,2}, 3 proofs each, memory sampled; NAME names the logs.
+levels_bench() {
+    local name=$1
+    local m
+    m=$(sample_memory "$name-$log")
+    step "bench-2p$log-$name" 300 bench "$name-$log" "${LEVELS:-1,2}" 3 --warmup 0
+    kill "$m"
+    grep -h -B1 -A4 "^J " "$OUT/bench-2p$log-$name.log"
+    grep -h -E "SRS_LOAD_END|NTT_END|MSM_END|GPU_END" "$OUT/daemon-$name-$log.log" | tail -8
+}
+
 export -f bench
 export B P OUT log
 
@@ -115,8 +131,7 @@ again)
 abc)
     [[ -x $B/cuda_abc ]] && step cuda_abc 90 "$B/cuda_abc" --nocapture --test-threads=1
     grep -h -E "^test |test result" "$OUT/cuda_abc.log"
-    step "gen-2p$log" 120 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
-    tail -4 "$OUT/gen-2p$log.log"
+    gen_set
     m=$(sample_memory "abc-device-$log")
     step "bench-2p$log-device" 200 bench "abc-device-$log" 2 3 --warmup 0 --daemon-arg=--abc-on-device
     kill "$m"
@@ -136,13 +151,8 @@ final)
         [[ -x $B/$t ]] && step "$t" 100 "$B/$t" --test-threads=1
     done
     grep -h -E "^test |test result" "$OUT"/cuda_*.log
-    step "gen-2p$log" 120 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
-    tail -4 "$OUT/gen-2p$log.log"
-    m=$(sample_memory "final-$log")
-    step "bench-2p$log" 300 bench "final-$log" "${LEVELS:-1,2}" 3 --warmup 0
-    kill "$m"
-    grep -h -B1 -A4 "^J " "$OUT/bench-2p$log.log"
-    grep -h -E "SRS_LOAD_END|NTT_END|MSM_END|GPU_END" "$OUT/daemon-final-$log.log" | tail -8
+    gen_set
+    levels_bench final
     ;;
 count)
     # The MSM tests with every device-scalar count split into one pass per bucket set
@@ -153,21 +163,12 @@ count)
     done
     [[ -x $B/cuda_master ]] && step cuda_master 120 "$B/cuda_master" --test-threads=4
     grep -h -E "^test |test result|panicked" "$OUT"/cuda_*.log | tail -30
-    step "gen-2p$log" 120 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
-    m=$(sample_memory "count-$log")
-    step "bench-2p$log" 300 bench "count-$log" "${LEVELS:-1,2}" 3 --warmup 0
-    kill "$m"
-    grep -h -B1 -A4 "^J " "$OUT/bench-2p$log.log"
-    grep -h -E "NTT_END|MSM_END|GPU_END" "$OUT/daemon-count-$log.log" | tail -6
+    gen_set
+    levels_bench count
     ;;
 levels)
     # final's bench alone, on the set final generated (NAME names the logs).
-    name=${NAME:-levels}
-    m=$(sample_memory "$name-$log")
-    step "bench-2p$log-$name" 300 bench "$name-$log" "${LEVELS:-1,2}" 3 --warmup 0
-    kill "$m"
-    grep -h -B1 -A4 "^J " "$OUT/bench-2p$log-$name.log"
-    grep -h -E "NTT_END|MSM_END|GPU_END" "$OUT/daemon-$name-$log.log" | tail -6
+    levels_bench "${NAME:-levels}"
     ;;
 prove)
     m=$(sample_memory "prove-$log")

@@ -134,10 +134,7 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
                 // Bound for a device that unpacks: the aux goes packed (packed.rs), and the
                 // partition waits for its step holding ~2.5% of a PoRep witness's bytes.
                 let t = Instant::now();
-                let packed = options.defer_abc
-                    && synth.deferred.is_some()
-                    && packs_aux(&shared)
-                    && { synth.pack_aux() };
+                let packed = synth.deferred.is_some() && packs_aux(&shared) && synth.pack_aux();
                 Ok((synth, packed.then(|| t.elapsed())))
             };
             // Urgent work on a pool of its own, not behind the load's tasks (pools.rs).
