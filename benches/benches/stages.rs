@@ -159,11 +159,7 @@ fn msm_g1(c: &mut Criterion, gpu: Option<&CudaBackend>) {
             let srs_id = format!("bench-2^{log}");
             let mut checked = false;
             group.bench_function(id("cuda", log), |b| {
-                let resident = G1Bases {
-                    srs_id: &srs_id,
-                    query: Query::H,
-                    points: &bases()[..n],
-                };
+                let resident = G1Bases::new(&srs_id, Query::H, &bases()[..n]);
                 // A benchmark of a wrong answer is worthless; one check per size is cheap.
                 if !checked {
                     let want = cpu::msm_g1(resident.points, &s).expect("CPU MSM");
@@ -199,11 +195,7 @@ fn msm_g2(c: &mut Criterion, gpu: Option<&CudaBackend>) {
             let srs_id = format!("bench-2^{log}");
             let mut checked = false;
             group.bench_function(id("cuda", log), |b| {
-                let resident = G2Bases {
-                    srs_id: &srs_id,
-                    query: Query::BG2Aux,
-                    points: &bases()[..n],
-                };
+                let resident = G2Bases::new(&srs_id, Query::BG2Aux, &bases()[..n]);
                 if !checked {
                     let want = cpu::msm_g2(resident.points, &s).expect("CPU MSM");
                     let got: G2Projective = gpu.msm_g2(resident, &s).expect("GPU MSM");

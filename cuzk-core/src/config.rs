@@ -59,6 +59,13 @@ pub struct EngineConfig {
     /// Device memory each GPU may keep parameter points in (resident SRS vectors and their
     /// precomputed multiples, least recently used dropped first); 0: 60% of the device.
     pub gpu_resident_bytes: u64,
+    /// Drop a parameter set's host copy of its point vectors once every device holds them
+    /// (host_release.rs): a 32 GiB PoRep set gives ~45 GiB of RAM back. A partition retried
+    /// on the CPU after a device fault first loads the set again from its file.
+    pub release_host_params: bool,
+    /// Only sets with at least this many bytes of points are released: a small set costs
+    /// little to keep, and keeping it spares the CPU retry its reload.
+    pub release_host_params_min_bytes: u64,
     /// How partitions are synthesized: "matrices" (the witness alone, then a, b, c from the
     /// constraint matrices recorded once per circuit shape) or "full" (bellperson's way,
     /// every constraint's linear combinations built and evaluated). Unset: the process's
@@ -98,6 +105,8 @@ impl Default for EngineConfig {
             synthesized_memory_bytes: 0,
             urgent_memory_bytes: None,
             gpu_resident_bytes: 0,
+            release_host_params: true,
+            release_host_params_min_bytes: 4 << 30,
             synthesis: None,
             abc_on_device: true,
             verify_proofs: true,

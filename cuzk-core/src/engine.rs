@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use crate::budget::{default_budget_bytes, default_urgent_bytes, Budget};
 use crate::config::EngineConfig;
 use crate::gate::{HighWater, Lane, SynthesisGate};
-use crate::gpu::{cpu_fallback, open_devices, Device};
+use crate::gpu::{cpu_fallback, open_devices, test_device, Device};
 use crate::job::{Error, JobId, JobState, Priority, ProofKind, Result, SubmitRequest};
 use crate::jobs::{payload_digest, Archived, Found, Jobs, Resubmit};
 use crate::journal::{now_unix_ms, JobEntry, Journal, Recovered};
@@ -22,7 +22,7 @@ use crate::pipeline::{self, PartitionWork, ProvenWork, SynthesizedWork};
 use crate::queue::PriorityQueue;
 use crate::record::{Job, JobOutcome};
 use crate::rss::{process_memory, ProcessMemory};
-use crate::srs::{SrsCache, SrsStatus};
+use crate::srs::{SrsCache, SrsEntry, SrsStatus};
 use crate::timeline::Timeline;
 
 pub use crate::test_hooks::TestHooks;
@@ -148,7 +148,10 @@ impl Engine {
             Some(j) => j.load()?,
             None => Default::default(),
         };
-        let devices = open_devices(&config)?;
+        let devices = match &test_hooks.device_backend {
+            Some(backend) => vec![test_device(backend.clone())],
+            None => open_devices(&config)?,
+        };
         let memory_limit = match config.synthesized_memory_bytes {
             0 => default_budget_bytes(&config.param_dir),
             n => n,
@@ -645,6 +648,12 @@ impl Shared {
             // It stays queued in the journal: the next start proves it again, which is safe.
             tracing::error!(job = %job.id, error = %e, "journal write failed");
         }
+    }
+
+    /// Move every job holding parameter entry `from` to `to` (host_release.rs); how many.
+    pub fn swap_jobs_srs(&self, from: &Arc<SrsEntry>, to: &Arc<SrsEntry>) -> usize {
+        let jobs = self.jobs.lock();
+        jobs.all().filter(|j| j.swap_srs(from, to)).count()
     }
 
     /// Whether unfinished jobs survive a restart (a refused retry need not fail its job).

@@ -12,9 +12,9 @@
 //! per device, allocated once and kept) and blst's Pippenger buckets (a few MB per thread):
 //! the budget's fixed reserve is for those (budget.rs).
 
-use bellperson::groth16::Parameters;
-use blstrs::{Bls12, Scalar};
+use blstrs::Scalar;
 
+use crate::key::Key;
 use crate::synth::Synthesized;
 
 const SCALAR: u64 = std::mem::size_of::<Scalar>() as u64;
@@ -47,18 +47,19 @@ impl PartitionShape {
     /// The largest partition `params` can prove: the key has one H point per domain point
     /// but one, one L point per aux variable, one IC point per input; A and B hold points
     /// only for the variables they use.
-    pub fn from_params(params: &Parameters<Bls12>) -> Self {
-        let domain = params.h.len() + 1;
-        let inputs = params.vk.ic.len();
-        let aux = params.l.len();
+    pub fn from_key(key: &Key<'_>) -> Self {
+        let lens = &key.lens;
+        let domain = lens.h + 1;
+        let inputs = key.params.vk.ic.len();
+        let aux = lens.l;
         PartitionShape {
             constraints: domain,
             domain,
             inputs,
             aux,
-            a_aux: params.a.len().saturating_sub(inputs).min(aux),
-            b_inputs: inputs.min(params.b_g1.len()),
-            b_aux: aux.min(params.b_g1.len()),
+            a_aux: lens.a.saturating_sub(inputs).min(aux),
+            b_inputs: inputs.min(lens.b_g1),
+            b_aux: aux.min(lens.b_g1),
             abc_on_host: true,
             aux_packed: None,
         }
@@ -140,9 +141,9 @@ pub fn partition_peak_bytes(shape: &PartitionShape, copies: HostCopies) -> u64 {
     held + phases.into_iter().max().unwrap_or(0)
 }
 
-/// The bound reserved before synthesis for a partition proven under `params`.
-pub fn partition_bytes_bound(params: &Parameters<Bls12>, copies: HostCopies) -> u64 {
-    partition_peak_bytes(&PartitionShape::from_params(params), copies)
+/// The bound reserved before synthesis for a partition proven under `key`.
+pub fn partition_bytes_bound(key: &Key<'_>, copies: HostCopies) -> u64 {
+    partition_peak_bytes(&PartitionShape::from_key(key), copies)
 }
 
 #[cfg(test)]

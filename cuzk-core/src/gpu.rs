@@ -90,6 +90,11 @@ pub fn cpu_fallback(devices: &[Arc<Device>]) -> Arc<Device> {
     }
 }
 
+/// One device proving on `backend`, labelled `test0` (TestHooks::device_backend).
+pub fn test_device(backend: SharedBackend) -> Arc<Device> {
+    Arc::new(Device::new("test0".into(), 0, backend))
+}
+
 /// The devices the configuration asks for. `auto` takes every CUDA device when the kernels
 /// are built in and a driver answers, and the CPU otherwise.
 pub fn open_devices(config: &EngineConfig) -> Result<Vec<Arc<Device>>> {

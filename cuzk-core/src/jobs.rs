@@ -208,6 +208,11 @@ impl Jobs {
         }
     }
 
+    /// Every job this process holds a record of (finished ones until they expire).
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Job>> {
+        self.by_id.values()
+    }
+
     pub fn queued(&self) -> usize {
         self.by_id
             .values()

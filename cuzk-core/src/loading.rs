@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::engine::Shared;
+use crate::host_release;
 use crate::job::Error;
 use crate::pipeline::{guarded, PartitionWork};
 use crate::record::Job;
@@ -77,21 +78,31 @@ pub fn prepare(shared: &Arc<Shared>, work: PartitionWork) {
     // cancel report it running.
     let resident = shared.srs.without_waiting();
     match guarded("finding parameters", || job.task.params(&resident)) {
+        // Bound for the CPU under a set whose host copy was released (host_release.rs): the
+        // set is read from its file again, as if it had never been loaded.
+        Ok(srs) if host_release::needs_reload(&srs, work.on_cpu) => {
+            shared.srs.forget_released(&srs.id, &srs);
+            park_and_load(shared, srs.id.clone(), work);
+        }
         Ok(srs) => {
             job.set_srs(srs, Duration::ZERO);
             put_back(shared, work);
         }
-        Err(Error::ParamsNotResident(id)) => {
-            if shared.set_loads.park(&id, work) {
-                let s = shared.clone();
-                let name = format!("srs-load-{id}");
-                std::thread::Builder::new()
-                    .name(name)
-                    .spawn(move || load_for_queue(s, id, job))
-                    .expect("spawning a parameter loader thread");
-            }
-        }
+        Err(Error::ParamsNotResident(id)) => park_and_load(shared, id, work),
         Err(e) => shared.fail(&job, e),
+    }
+}
+
+/// Park `work` until set `id` is loaded, starting the load if it is the first to wait.
+fn park_and_load(shared: &Arc<Shared>, id: String, work: PartitionWork) {
+    let job = work.job.clone();
+    if shared.set_loads.park(&id, work) {
+        let s = shared.clone();
+        let name = format!("srs-load-{id}");
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(move || load_for_queue(s, id, job))
+            .expect("spawning a parameter loader thread");
     }
 }
 

@@ -26,9 +26,10 @@ use crate::finalize::finalize_partition;
 use crate::footprint::{partition_bytes_bound, partition_peak_bytes, HostCopies, PartitionShape};
 use crate::gate::{Lane, Take, Ticket};
 use crate::gpu::Device;
+use crate::host_release;
 use crate::job::{Error, JobState, Result};
 use crate::metrics::Phase;
-use crate::prove::{prove_on_device, MsmResults, ProveError};
+use crate::prove::{prove_with_key, MsmResults, ProveError};
 use crate::record::Job;
 use crate::srs::SrsEntry;
 use crate::synth::Synthesized;
@@ -230,9 +231,12 @@ fn packs_aux(shared: &Shared) -> bool {
 /// bounded from its parameters; None while they are not loaded (the gate then hands it out to
 /// be prepared).
 fn partition_bytes(shared: &Shared, work: &PartitionWork) -> Option<u64> {
-    let srs = work.job.loaded_srs()?;
+    let srs = work
+        .job
+        .loaded_srs()
+        .filter(|srs| !host_release::needs_reload(srs, work.on_cpu))?;
     Some(peak_on_backends(shared, work.on_cpu, |copies| {
-        partition_bytes_bound(&srs.params, copies)
+        partition_bytes_bound(&srs.key(), copies)
     }))
 }
 
@@ -278,6 +282,7 @@ pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
                     index,
                     on_cpu: true,
                 };
+                job.needs_host_params();
                 // Refused only when shutting down: the journal then keeps the job for the
                 // next start; without one it is lost, and says so.
                 if !shared.gate.push_all([(job.priority, job.seq, retry)]) && !shared.has_journal()
@@ -327,6 +332,7 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
         .srs(|| job.task.params(&shared.srs))
         .map_err(Failure::Job)?;
     let synthesized_inputs = synth.public_inputs().to_vec();
+    let b_inputs = synth.b_input_density.total();
     let proven = {
         let _exclusive = device.lock();
         device.set_current(Some((job.id.clone(), job.kind)));
@@ -350,7 +356,7 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
             ))))
         } else {
             catch_unwind(AssertUnwindSafe(|| {
-                prove_on_device(device.backend.as_ref(), &srs.params, &srs.id, synth)
+                prove_with_key(device.backend.as_ref(), srs.key(), synth)
             }))
             .map_err(|panic| {
                 Failure::Device(Error::Internal(format!(
@@ -427,6 +433,7 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
     };
     // The partition's memory is not needed for assembly: give it back before the CPU work.
     drop(ticket);
+    host_release::after_device_step(shared, &srs, b_inputs);
     if !job.is_live() {
         // Cancelled while on the device: the step ran to its end; its result is dropped.
         return Ok(());

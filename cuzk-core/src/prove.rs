@@ -10,7 +10,8 @@ use bellperson::groth16::{Parameters, Proof, VerifyingKey};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use group::{prime::PrimeCurveAffine, Curve};
 
-use crate::backend::{Backend, BackendError, G1Bases, G2Bases, Query};
+use crate::backend::{Backend, BackendError, Query};
+use crate::key::Key;
 use crate::synth::Synthesized;
 
 #[derive(Debug, thiserror::Error)]
@@ -62,14 +63,25 @@ pub struct MsmTimings {
     pub b_g2: Duration,
 }
 
-/// H polynomial and MSMs of one synthesized partition.
+/// H polynomial and MSMs of one synthesized partition, under parameters on the host.
 pub fn prove_on_device(
     backend: &dyn Backend,
     params: &Parameters<Bls12>,
     srs_id: &str,
     synth: Synthesized,
 ) -> Result<(MsmResults, DeviceTimings), ProveError> {
-    check_shapes(params, &synth)?;
+    prove_with_key(backend, Key::new(srs_id, params), synth)
+}
+
+/// H polynomial and MSMs of one synthesized partition, under a key whose host copy may have
+/// been released (the backend then holds its vectors).
+pub fn prove_with_key(
+    backend: &dyn Backend,
+    key: Key<'_>,
+    synth: Synthesized,
+) -> Result<(MsmResults, DeviceTimings), ProveError> {
+    check_shapes(&key, &synth)?;
+    let params = key.params;
     let Synthesized {
         a,
         b,
@@ -115,18 +127,10 @@ pub fn prove_on_device(
     let ntt = t.elapsed();
 
     let t = Instant::now();
-    let g1 = |query, points| G1Bases {
-        srs_id,
-        query,
-        points,
-    };
-    let g2 = |query, points| G2Bases {
-        srs_id,
-        query,
-        points,
-    };
     let n_in = input.len();
     let b_in = b_input_density.total();
+    let lens = key.lens;
+    // key.bases: a vector's points as MSM bases, released where the host has them no more.
     let mut msms = MsmTimings::default();
     let mut lap = Instant::now();
     let mut split = |d: &mut Duration| {
@@ -135,30 +139,43 @@ pub fn prove_on_device(
         lap = now;
     };
 
-    let h = backend.msm_g1_vec(g1(Query::H, &params.h), &h_coeffs)?;
+    let h = backend.msm_g1_vec(key.bases(Query::H, &params.h, lens.h, 0, lens.h), &h_coeffs)?;
     drop(h_coeffs);
     split(&mut msms.h);
     let aux = match aux {
         Some(aux) => aux,
         None => load_aux()?,
     };
-    let l = backend.msm_g1_vec(g1(Query::L, &params.l), &aux)?;
+    let l = backend.msm_g1_vec(key.bases(Query::L, &params.l, lens.l, 0, lens.l), &aux)?;
     split(&mut msms.l);
 
     let a_aux = backend.select(&aux, &a_aux_density)?;
-    let a = backend.msm_g1(g1(Query::AInput, &params.a[..n_in]), &input)?
-        + backend.msm_g1_vec(g1(Query::AAux, &params.a[n_in..]), &a_aux)?;
+    let a = backend.msm_g1(key.bases(Query::AInput, &params.a, lens.a, 0, n_in), &input)?
+        + backend.msm_g1_vec(
+            key.bases(Query::AAux, &params.a, lens.a, n_in, lens.a),
+            &a_aux,
+        )?;
     drop(a_aux);
     split(&mut msms.a);
 
     let b_in_scalars = b_input_density.select(&input);
     let b_aux = backend.select(&aux, &b_aux_density)?;
     drop(aux);
-    let b_g1 = backend.msm_g1(g1(Query::BG1Input, &params.b_g1[..b_in]), &b_in_scalars)?
-        + backend.msm_g1_vec(g1(Query::BG1Aux, &params.b_g1[b_in..]), &b_aux)?;
+    let b_g1 = backend.msm_g1(
+        key.bases(Query::BG1Input, &params.b_g1, lens.b_g1, 0, b_in),
+        &b_in_scalars,
+    )? + backend.msm_g1_vec(
+        key.bases(Query::BG1Aux, &params.b_g1, lens.b_g1, b_in, lens.b_g1),
+        &b_aux,
+    )?;
     split(&mut msms.b_g1);
-    let b_g2 = backend.msm_g2(g2(Query::BG2Input, &params.b_g2[..b_in]), &b_in_scalars)?
-        + backend.msm_g2_vec(g2(Query::BG2Aux, &params.b_g2[b_in..]), &b_aux)?;
+    let b_g2 = backend.msm_g2(
+        key.bases(Query::BG2Input, &params.b_g2, lens.b_g2, 0, b_in),
+        &b_in_scalars,
+    )? + backend.msm_g2_vec(
+        key.bases(Query::BG2Aux, &params.b_g2, lens.b_g2, b_in, lens.b_g2),
+        &b_aux,
+    )?;
     split(&mut msms.b_g2);
     let msm = t.elapsed();
 
@@ -220,23 +237,17 @@ pub const PROOF_BYTES: usize = 192;
 
 /// Every vector of the key must be long enough for this circuit; a mismatch would otherwise
 /// be an out-of-bounds panic or, worse, a wrong proof.
-fn check_shapes(params: &Parameters<Bls12>, s: &Synthesized) -> Result<(), ProveError> {
+fn check_shapes(key: &Key<'_>, s: &Synthesized) -> Result<(), ProveError> {
     let n = s.num_constraints().max(1).next_power_of_two();
+    let lens = &key.lens;
+    let b = s.b_input_density.total() + s.b_aux_density.total();
     let checks = [
-        ("h", params.h.len(), n - 1),
-        ("l", params.l.len(), s.aux_len()),
-        ("a", params.a.len(), s.input.len() + s.a_aux_density.total()),
-        (
-            "b_g1",
-            params.b_g1.len(),
-            s.b_input_density.total() + s.b_aux_density.total(),
-        ),
-        (
-            "b_g2",
-            params.b_g2.len(),
-            s.b_input_density.total() + s.b_aux_density.total(),
-        ),
-        ("vk.ic", params.vk.ic.len(), s.input.len()),
+        ("h", lens.h, n - 1),
+        ("l", lens.l, s.aux_len()),
+        ("a", lens.a, s.input.len() + s.a_aux_density.total()),
+        ("b_g1", lens.b_g1, b),
+        ("b_g2", lens.b_g2, b),
+        ("vk.ic", key.params.vk.ic.len(), s.input.len()),
     ];
     for (name, have, need) in checks {
         let ok = if name == "vk.ic" {

@@ -33,6 +33,9 @@ struct Progress {
     proofs: Vec<Option<Vec<u8>>>,
     remaining: usize,
     srs: Option<Arc<SrsEntry>>,
+    /// A partition is to be proven on the CPU: the job keeps its parameters' host copy
+    /// (host_release.rs moves it to no released entry).
+    needs_host_params: bool,
     timings: JobTimings,
     first_start: Option<Instant>,
     finished: Option<Instant>,
@@ -166,13 +169,36 @@ impl Job {
 
     /// The job's parameter set, found or loaded after `waited`. Not kept by a finished job:
     /// its reference would keep the set (tens of GB) alive until the job's record expires.
+    /// A set held already is replaced only by the set loaded again in full, where the job
+    /// held it released (host_release.rs).
     pub fn set_srs(&self, srs: Arc<SrsEntry>, waited: Duration) {
         let mut p = self.progress.lock();
-        if p.finished.is_some() || p.srs.is_some() {
+        let reloaded = |held: &SrsEntry| held.host_released && !srs.host_released;
+        if p.finished.is_some() || p.srs.as_deref().is_some_and(|held| !reloaded(held)) {
             return;
         }
         p.timings.srs_load += waited;
         p.srs = Some(srs);
+    }
+
+    /// A partition of this job is to be proven on the CPU, which reads the parameters on the
+    /// host: from now on the job is not moved to a released entry.
+    pub fn needs_host_params(&self) {
+        self.progress.lock().needs_host_params = true;
+    }
+
+    /// Move the job from parameter set entry `from` to `to` (the same set, its host copy
+    /// released or loaded again: host_release.rs). True if the job held `from`.
+    /// A job with a partition bound for the CPU stays where it is.
+    pub fn swap_srs(&self, from: &Arc<SrsEntry>, to: &Arc<SrsEntry>) -> bool {
+        let mut p = self.progress.lock();
+        match &p.srs {
+            Some(held) if Arc::ptr_eq(held, from) && !p.needs_host_params => {
+                p.srs = Some(to.clone());
+                true
+            }
+            _ => false,
+        }
     }
 
     pub fn add_synthesis(&self, d: Duration) {

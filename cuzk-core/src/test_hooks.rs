@@ -17,6 +17,7 @@
 
 use std::time::Duration;
 
+use crate::backend::SharedBackend;
 use crate::record::Job;
 
 /// The environment variable the daemon reads its hooks from.
@@ -39,6 +40,9 @@ pub struct TestHooks {
     pub device_delay: Duration,
     /// Added to every load of a set for queued jobs (loading.rs).
     pub srs_load_delay: Duration,
+    /// Prove on this backend (one device, `test0`) instead of the configured devices: a
+    /// stand-in for a GPU in in-process tests (host_release.rs's, on machines without one).
+    pub device_backend: Option<SharedBackend>,
 }
 
 impl TestHooks {
@@ -96,6 +100,7 @@ impl TestHooks {
             || !self.synthesis_delay.is_zero()
             || !self.device_delay.is_zero()
             || !self.srs_load_delay.is_zero()
+            || self.device_backend.is_some()
     }
 }
 

@@ -3,12 +3,18 @@
 //! Without a GPU, driver or kernels: prints "SKIP: no CUDA device (...)" and passes (fails
 //! where CUZK_REQUIRE_GPU=1, as on the GPU machine).
 
+use std::time::Duration;
+
 use bellperson::groth16;
 use blstrs::{Bls12, Scalar};
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::backend::cuda::CudaBackend;
+use cuzk_core::backend::{Backend, BackendError};
+use cuzk_core::host_release::released_vectors;
 use cuzk_core::kinds::synthetic::SyntheticCircuit;
-use cuzk_core::prove::{proof_bytes, prove_circuit};
+use cuzk_core::prove::{assemble, proof_bytes, prove_circuit, prove_with_key, ProveError};
+use cuzk_core::srs::SrsEntry;
+use cuzk_core::synth::synthesize_partition;
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -46,4 +52,67 @@ fn synthetic_proofs_on_cuda_match_cpu_and_bellperson() {
             );
         }
     }
+}
+
+/// host_release.rs on the GPU: once the device holds a set's vectors in their final form
+/// (folded at their second use), a key without the host copy proves the same bytes from the
+/// device's own copy; after EvictSRS it is refused, never proven from missing points.
+#[test]
+fn a_key_released_to_the_device_proves_the_same_bytes() {
+    let Some(gpu) = CudaBackend::new_or_skip(0) else {
+        return;
+    };
+    let log = 12u32;
+    let mut rng = ChaCha20Rng::seed_from_u64(77);
+    let params =
+        groth16::generate_random_parameters::<Bls12, _, _>(SyntheticCircuit::new(log, 0), &mut rng)
+            .unwrap();
+    let entry = SrsEntry::new(format!("release-2^{log}"), params, Duration::ZERO);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let circuit = SyntheticCircuit::new(log, 5);
+    let synth = || synthesize_partition(circuit.clone()).unwrap();
+    let prove = |key| {
+        prove_with_key(&gpu, key, synth())
+            .map(|(msm, _)| proof_bytes(&assemble(&entry.params.vk, &msm, r, s).unwrap()))
+    };
+    let vectors = released_vectors(&entry, synth().b_input_density.total());
+    assert!(
+        !gpu.keep_for_release(&entry.id, &vectors),
+        "nothing is resident yet"
+    );
+    let want = proof_bytes(&groth16::create_proof(circuit.clone(), &entry.params, r, s).unwrap());
+    assert_eq!(prove(entry.key()).unwrap(), want, "first use: uploaded");
+    assert!(
+        !gpu.keep_for_release(&entry.id, &vectors),
+        "folding is decided at the second use"
+    );
+    assert_eq!(prove(entry.key()).unwrap(), want, "second use: folded");
+    assert!(gpu.keep_for_release(&entry.id, &vectors));
+
+    let released = entry.without_host_vectors();
+    assert!(
+        released.host_bytes() * 50 < entry.host_bytes(),
+        "{} of {} bytes kept",
+        released.host_bytes(),
+        entry.host_bytes()
+    );
+    assert_eq!(
+        prove(released.key()).unwrap(),
+        want,
+        "from the device's copy"
+    );
+    assert_eq!(prove(released.key()).unwrap(), want, "and again");
+
+    gpu.evict(&entry.id);
+    match prove(released.key()) {
+        Err(ProveError::Backend(BackendError::BasesReleased { srs_id, .. })) => {
+            assert_eq!(srs_id, entry.id)
+        }
+        other => panic!("evicted, the released key must be refused: {other:?}"),
+    }
+    assert_eq!(
+        prove(entry.key()).unwrap(),
+        want,
+        "the full key uploads again"
+    );
 }

@@ -94,11 +94,7 @@ impl TestGroup for G1Projective {
         if q == Query::Adhoc {
             return kmsm::msm_g1(dev, Bases::Host(p), s).unwrap();
         }
-        let bases = G1Bases {
-            srs_id: srs,
-            query: q,
-            points: p,
-        };
+        let bases = G1Bases::new(srs, q, p);
         gpu::msm_g1(dev, bases, s).unwrap()
     }
     fn gpu_folded(dev: &GpuDevice, p: &[G1Affine], s: &[Scalar], copies: Option<usize>) -> Self {
@@ -127,11 +123,7 @@ impl TestGroup for G2Projective {
         if q == Query::Adhoc {
             return kmsm::msm_g2(dev, Bases::Host(p), s).unwrap();
         }
-        let bases = G2Bases {
-            srs_id: srs,
-            query: q,
-            points: p,
-        };
+        let bases = G2Bases::new(srs, q, p);
         gpu::msm_g2(dev, bases, s).unwrap()
     }
     fn gpu_folded(dev: &GpuDevice, p: &[G2Affine], s: &[Scalar], copies: Option<usize>) -> Self {
@@ -450,11 +442,7 @@ fn witness_distributions_match_cpu() {
 }
 
 fn adhoc(points: &[G1Affine]) -> G1Bases<'_> {
-    G1Bases {
-        srs_id: "t",
-        query: Query::Adhoc,
-        points,
-    }
+    G1Bases::new("t", Query::Adhoc, points)
 }
 
 #[test]

@@ -1,13 +1,20 @@
 //! Parameter sets load off the synthesis workers (loading.rs): a job whose set is loading
 //! holds no worker, so jobs on resident sets flow past it; a set that fails to load fails
-//! the jobs waiting for it and no other.
+//! the jobs waiting for it and no other. A set the device holds drops its host copy
+//! (host_release.rs), and a partition retried on the CPU has it loaded again.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_core::backend::cpu::CpuBackend;
+use cuzk_core::backend::{Backend, BackendError, Bases, G1Bases, G2Bases, Query};
 use cuzk_core::config::{BackendChoice, EngineConfig};
 use cuzk_core::engine::{Engine, TestHooks};
+use cuzk_core::footprint::HostCopies;
 use cuzk_core::job::{JobState, ProofKind, SubmitRequest};
 use cuzk_core::kinds::KindRequest;
 
@@ -132,4 +139,165 @@ async fn a_set_that_fails_to_load_fails_its_jobs_and_no_other() {
     // A preload of the broken set reports the same error.
     let e = engine.preload_srs("synthetic-2^12").unwrap_err();
     assert!(e.to_string().contains("truncated"), "{e}");
+}
+
+/// A stand-in for a GPU that keeps parameter vectors resident: the CPU backend, plus its own
+/// copy of every vector it has proven with, from which it serves bases whose host copy was
+/// released. `from_own_copy` counts the MSMs it served so.
+#[derive(Default)]
+struct HoldingBackend {
+    held: Mutex<HashMap<(String, Query), Held>>,
+    from_own_copy: AtomicUsize,
+}
+
+enum Held {
+    G1(Vec<G1Affine>),
+    G2(Vec<G2Affine>),
+}
+
+impl Held {
+    fn len(&self) -> usize {
+        match self {
+            Held::G1(v) => v.len(),
+            Held::G2(v) => v.len(),
+        }
+    }
+}
+
+impl HoldingBackend {
+    /// The bases' points: the host's (a copy kept the first time), else the kept copy.
+    fn points<A: Copy>(
+        &self,
+        bases: &Bases<'_, A>,
+        wrap: fn(Vec<A>) -> Held,
+        unwrap: fn(&Held) -> Option<&Vec<A>>,
+    ) -> Result<Vec<A>, BackendError> {
+        let key = (bases.srs_id.to_string(), bases.query);
+        let mut held = self.held.lock().unwrap();
+        if !bases.is_released() {
+            if bases.query != Query::Adhoc {
+                held.entry(key)
+                    .or_insert_with(|| wrap(bases.points.to_vec()));
+            }
+            return Ok(bases.points.to_vec());
+        }
+        self.from_own_copy.fetch_add(1, Ordering::Relaxed);
+        held.get(&key)
+            .and_then(unwrap)
+            .filter(|v| v.len() == bases.len)
+            .cloned()
+            .ok_or_else(|| BackendError::BasesReleased {
+                srs_id: bases.srs_id.to_string(),
+                query: bases.query,
+            })
+    }
+}
+
+impl Backend for HoldingBackend {
+    fn name(&self) -> String {
+        "holding".into()
+    }
+
+    fn host_copies(&self) -> HostCopies {
+        HostCopies::Cpu
+    }
+
+    fn h_polynomial(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<Vec<Scalar>, BackendError> {
+        CpuBackend.h_polynomial(a, b, c)
+    }
+
+    fn msm_g1(&self, bases: G1Bases<'_>, scalars: &[Scalar]) -> Result<G1Projective, BackendError> {
+        let points = self.points(&bases, Held::G1, |h| match h {
+            Held::G1(v) => Some(v),
+            Held::G2(_) => None,
+        })?;
+        CpuBackend.msm_g1(G1Bases::new(bases.srs_id, Query::Adhoc, &points), scalars)
+    }
+
+    fn msm_g2(&self, bases: G2Bases<'_>, scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
+        let points = self.points(&bases, Held::G2, |h| match h {
+            Held::G2(v) => Some(v),
+            Held::G1(_) => None,
+        })?;
+        CpuBackend.msm_g2(G2Bases::new(bases.srs_id, Query::Adhoc, &points), scalars)
+    }
+
+    fn evict(&self, srs_id: &str) {
+        self.held.lock().unwrap().retain(|(id, _), _| id != srs_id);
+    }
+
+    fn keep_for_release(&self, srs_id: &str, queries: &[(Query, usize)]) -> bool {
+        let held = self.held.lock().unwrap();
+        queries.iter().filter(|(_, len)| *len > 0).all(|(q, len)| {
+            held.get(&(srs_id.to_string(), *q))
+                .is_some_and(|h| h.len() == *len)
+        })
+    }
+}
+
+fn host_bytes(engine: &Engine, id: &str) -> Option<(u64, u64)> {
+    let status = engine.status();
+    let set = status.srs.iter().find(|s| s.circuit_id == id)?;
+    Some((set.host_bytes, set.size_bytes))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_set_held_by_the_device_drops_its_host_copy_and_a_cpu_retry_loads_it_again() {
+    let device = Arc::new(HoldingBackend::default());
+    let hooks = TestHooks {
+        device_backend: Some(device.clone()),
+        // Job "faulty" fails on the stand-in device and is retried on the CPU.
+        device_error: Some(Box::new(|request, dev| {
+            request == "faulty" && dev == "test0"
+        })),
+        ..TestHooks::default()
+    };
+    let engine = Engine::start_with_hooks(
+        EngineConfig {
+            release_host_params_min_bytes: 0,
+            ..config()
+        },
+        hooks,
+    )
+    .unwrap();
+    let id = "synthetic-2^10";
+
+    // The device holds every vector after the first partition: the rest prove without the
+    // host copy, and every proof is verified before it is returned.
+    let first = engine.submit(synthetic("first", 10, 3)).unwrap().job_id;
+    assert_eq!(state(&engine, &first).await, JobState::Completed);
+    let (host, size) = host_bytes(&engine, id).expect("the set is resident");
+    assert!(
+        host < size / 50,
+        "the host keeps {host} of {size} bytes after the release"
+    );
+    let served = device.from_own_copy.load(Ordering::Relaxed);
+    assert!(served >= 5, "{served} MSMs from the device's own copy");
+    let second = engine.submit(synthetic("second", 10, 2)).unwrap().job_id;
+    assert_eq!(state(&engine, &second).await, JobState::Completed);
+    assert!(device.from_own_copy.load(Ordering::Relaxed) >= served + 10);
+
+    // A device fault: the CPU, which has no copy of its own, gets the set loaded again.
+    let faulty = engine.submit(synthetic("faulty", 10, 2)).unwrap().job_id;
+    assert_eq!(state(&engine, &faulty).await, JobState::Completed);
+    assert!(engine.status().srs.iter().any(|s| s.circuit_id == id));
+
+    // A set below the size limit keeps its host copy.
+    let engine = Engine::start_with_hooks(
+        config(),
+        TestHooks {
+            device_backend: Some(Arc::new(HoldingBackend::default())),
+            ..TestHooks::default()
+        },
+    )
+    .unwrap();
+    let kept = engine.submit(synthetic("kept", 10, 3)).unwrap().job_id;
+    assert_eq!(state(&engine, &kept).await, JobState::Completed);
+    let (host, size) = host_bytes(&engine, id).unwrap();
+    assert_eq!(host, size, "a 2^10 set is below the default 4 GiB");
 }

@@ -69,6 +69,14 @@ struct Args {
     /// true); `--abc-on-device=false` evaluates them on the synthesis threads.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
     abc_on_device: Option<bool>,
+    /// Drop a parameter set's host copy once the GPUs hold it (engine
+    /// `release_host_params`, default true, for sets of `release_host_params_min_bytes`);
+    /// `--release-host-params=false` keeps every set on the host too.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+    release_host_params: Option<bool>,
+    /// Release only sets of at least this many bytes of points (default 4 GiB; 0: any).
+    #[arg(long)]
+    release_host_params_min_bytes: Option<u64>,
     /// Skip verifying proofs before returning them (not recommended).
     #[arg(long)]
     no_verify: bool,
@@ -113,6 +121,12 @@ impl Args {
         }
         if let Some(v) = self.abc_on_device {
             c.engine.abc_on_device = v;
+        }
+        if let Some(v) = self.release_host_params {
+            c.engine.release_host_params = v;
+        }
+        if let Some(v) = self.release_host_params_min_bytes {
+            c.engine.release_host_params_min_bytes = v;
         }
         if self.no_verify {
             c.engine.verify_proofs = false;

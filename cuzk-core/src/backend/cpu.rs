@@ -40,11 +40,11 @@ impl Backend for CpuBackend {
     }
 
     fn msm_g1(&self, bases: G1Bases<'_>, scalars: &[Scalar]) -> Result<G1Projective, BackendError> {
-        msm_g1(bases.points, scalars)
+        msm_g1(bases.host(scalars.len())?, scalars)
     }
 
     fn msm_g2(&self, bases: G2Bases<'_>, scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
-        msm_g2(bases.points, scalars)
+        msm_g2(bases.host(scalars.len())?, scalars)
     }
 }
 

@@ -8,7 +8,7 @@ use blstrs::{G1Projective, G2Projective, Scalar};
 use cuzk_kernels::{DeviceScalars, GpuDevice, GpuError};
 use ff::Field;
 
-use super::{Backend, BackendError, FromMatrices, G1Bases, G2Bases, ScalarVec};
+use super::{Backend, BackendError, FromMatrices, G1Bases, G2Bases, Query, ScalarVec};
 use crate::footprint::HostCopies;
 use crate::matrices::Matrices;
 use crate::packed::PackedScalars;
@@ -226,6 +226,10 @@ impl Backend for CudaBackend {
 
     fn evict(&self, srs_id: &str) {
         msm::evict(&self.dev, srs_id)
+    }
+
+    fn keep_for_release(&self, srs_id: &str, queries: &[(Query, usize)]) -> bool {
+        msm::keep_for_release(&self.dev, srs_id, queries)
     }
 }
 

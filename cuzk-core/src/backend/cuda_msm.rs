@@ -39,14 +39,13 @@ pub fn msm_g1(
     bases: G1Bases<'_>,
     scalars: &[Scalar],
 ) -> Result<G1Projective, BackendError> {
-    check_shape(bases.points.len(), scalars.len())?;
-    let points = &bases.points[..scalars.len()];
+    check_shape(bases.len, scalars.len())?;
     if scalars.len() <= HOST_MSM_MAX {
-        return cpu::msm_g1(points, scalars);
+        return cpu::msm_g1(bases.host(scalars.len())?, scalars);
     }
-    match resident::<G1>(dev, bases.srs_id, bases.query, bases.points)? {
+    match resident::<G1>(dev, &bases)? {
         Some(d) => msm::msm_g1(dev, Bases::Device(&d), scalars),
-        None => msm::msm_g1(dev, Bases::Host(points), scalars),
+        None => msm::msm_g1(dev, Bases::Host(bases.host(scalars.len())?), scalars),
     }
     .map_err(device_error)
 }
@@ -56,14 +55,13 @@ pub fn msm_g2(
     bases: G2Bases<'_>,
     scalars: &[Scalar],
 ) -> Result<G2Projective, BackendError> {
-    check_shape(bases.points.len(), scalars.len())?;
-    let points = &bases.points[..scalars.len()];
+    check_shape(bases.len, scalars.len())?;
     if scalars.len() <= HOST_MSM_MAX {
-        return cpu::msm_g2(points, scalars);
+        return cpu::msm_g2(bases.host(scalars.len())?, scalars);
     }
-    match resident::<G2>(dev, bases.srs_id, bases.query, bases.points)? {
+    match resident::<G2>(dev, &bases)? {
         Some(d) => msm::msm_g2(dev, Bases::Device(&d), scalars),
-        None => msm::msm_g2(dev, Bases::Host(points), scalars),
+        None => msm::msm_g2(dev, Bases::Host(bases.host(scalars.len())?), scalars),
     }
     .map_err(device_error)
 }
@@ -75,11 +73,13 @@ pub fn msm_g1_device_scalars(
     bases: G1Bases<'_>,
     scalars: &DeviceScalars,
 ) -> Result<G1Projective, BackendError> {
-    check_shape(bases.points.len(), scalars.len())?;
-    let points = &bases.points[..scalars.len()];
-    match resident::<G1>(dev, bases.srs_id, bases.query, bases.points)? {
+    check_shape(bases.len, scalars.len())?;
+    match resident::<G1>(dev, &bases)? {
         Some(d) => msm::msm_g1_device_scalars(dev, Bases::Device(&d), scalars),
-        None => msm::msm_g1_device_scalars(dev, Bases::Host(points), scalars),
+        None => {
+            let points = bases.host(scalars.len())?;
+            msm::msm_g1_device_scalars(dev, Bases::Host(points), scalars)
+        }
     }
     .map_err(device_error)
 }
@@ -90,11 +90,13 @@ pub fn msm_g2_device_scalars(
     bases: G2Bases<'_>,
     scalars: &DeviceScalars,
 ) -> Result<G2Projective, BackendError> {
-    check_shape(bases.points.len(), scalars.len())?;
-    let points = &bases.points[..scalars.len()];
-    match resident::<G2>(dev, bases.srs_id, bases.query, bases.points)? {
+    check_shape(bases.len, scalars.len())?;
+    match resident::<G2>(dev, &bases)? {
         Some(d) => msm::msm_g2_device_scalars(dev, Bases::Device(&d), scalars),
-        None => msm::msm_g2_device_scalars(dev, Bases::Host(points), scalars),
+        None => {
+            let points = bases.host(scalars.len())?;
+            msm::msm_g2_device_scalars(dev, Bases::Host(points), scalars)
+        }
     }
     .map_err(device_error)
 }
@@ -123,8 +125,34 @@ pub fn resident_set_bytes(dev: &GpuDevice, srs_id: &str) -> usize {
         .sum()
 }
 
+/// Whether every vector of `srs_id` in `queries` is resident in its final form (its
+/// folding considered; folding re-uploads from the host copy); if so they are kept from
+/// now on, dropped only by `evict` (Backend::keep_for_release). An empty vector needs
+/// nothing. (The length is checked, not the fingerprint: the caller's host copy is the one
+/// these vectors were uploaded from, by the proofs that made them resident.)
+pub fn keep_for_release(dev: &GpuDevice, srs_id: &str, queries: &[(Query, usize)]) -> bool {
+    let cache = device_cache(dev);
+    let mut cache = lock(&cache);
+    let held = |e: &Entry, len: usize| e.fold_considered && e.points == len;
+    let all = queries.iter().filter(|(_, len)| *len > 0).all(|(q, len)| {
+        cache
+            .entries
+            .get(&(srs_id.to_owned(), *q))
+            .is_some_and(|e| held(e, *len))
+    });
+    if all {
+        for (q, _) in queries {
+            if let Some(e) = cache.entries.get_mut(&(srs_id.to_owned(), *q)) {
+                e.kept = true;
+            }
+        }
+    }
+    all
+}
+
 /// Sets the resident budget of this device in bytes (default: 60% of its memory).
-/// Vectors already resident beyond a lowered budget are dropped, least recently used first.
+/// Vectors already resident beyond a lowered budget are dropped, least recently used first
+/// (those kept for a released set excepted).
 pub fn set_resident_budget(dev: &GpuDevice, bytes: usize) {
     let cache = device_cache(dev);
     let mut cache = lock(&cache);
@@ -155,6 +183,11 @@ struct Entry {
     last_use: u64,
     /// Whether folding was considered (at the second use; done or not, only once).
     fold_considered: bool,
+    /// The vector's length in points.
+    points: usize,
+    /// Kept for a set whose host copy was released (keep_for_release): never dropped to
+    /// make room, since nothing on the host could upload it again.
+    kept: bool,
 }
 
 #[derive(Default)]
@@ -174,6 +207,7 @@ impl DeviceCache {
             let Some(oldest) = self
                 .entries
                 .iter()
+                .filter(|(_, e)| !e.kept)
                 .min_by_key(|(_, e)| e.last_use)
                 .map(|(k, _)| k.clone())
             else {
@@ -241,15 +275,14 @@ fn fingerprint<A: Copy>(points: &[A]) -> Vec<u8> {
     f
 }
 
-/// The resident copy of `points` for (srs_id, query), uploading it if it fits the budget;
-/// None where the bases are ad hoc or too large to keep.
+/// The resident copy of the bases for (srs_id, query), uploading it if it fits the budget;
+/// None where the bases are ad hoc or too large to keep, or released and not held here.
 fn resident<G: Residency>(
     dev: &GpuDevice,
-    srs_id: &str,
-    query: Query,
-    points: &[G::Affine],
+    bases: &crate::backend::Bases<'_, G::Affine>,
 ) -> Result<Option<Arc<DeviceBases<G>>>, BackendError> {
-    if query == Query::Adhoc || points.is_empty() {
+    let (srs_id, query, points) = (bases.srs_id, bases.query, bases.points);
+    if query == Query::Adhoc || bases.len == 0 {
         return Ok(None);
     }
     let cache = device_cache(dev);
@@ -257,6 +290,15 @@ fn resident<G: Residency>(
     cache.clock += 1;
     let now = cache.clock;
     let key = (srs_id.to_owned(), query);
+    if bases.is_released() {
+        // No host copy to compare or upload: the vector kept for the released set, if any.
+        return Ok(cache.entries.get_mut(&key).and_then(|e| {
+            e.last_use = now;
+            (e.points == bases.len)
+                .then(|| G::unwrap(&e.bases))
+                .flatten()
+        }));
+    }
     let print = fingerprint(points);
     let budget = match cache.budget {
         Some(b) => b,
@@ -294,7 +336,7 @@ fn resident<G: Residency>(
     cache.shrink_to(budget - plain);
     let d = upload(dev, points, plain);
     if let Some(d) = &d {
-        insert::<G>(&mut cache, key, d.clone(), print, now, false);
+        insert::<G>(&mut cache, key, d.clone(), print, points.len(), now, false);
     }
     Ok(d)
 }
@@ -319,7 +361,7 @@ fn fold_on_second_use<G: Residency>(
     drop(plain);
     let d = upload(dev, points, room);
     if let Some(d) = &d {
-        insert::<G>(cache, key, d.clone(), print, now, true);
+        insert::<G>(cache, key, d.clone(), print, points.len(), now, true);
     }
     d
 }
@@ -341,6 +383,7 @@ fn insert<G: Residency>(
     key: (String, Query),
     d: Arc<DeviceBases<G>>,
     fingerprint: Vec<u8>,
+    points: usize,
     now: u64,
     fold_considered: bool,
 ) {
@@ -353,6 +396,8 @@ fn insert<G: Residency>(
             fingerprint,
             last_use: now,
             fold_considered,
+            points,
+            kept: false,
         },
     );
 }

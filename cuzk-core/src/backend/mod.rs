@@ -27,27 +27,76 @@ pub enum BackendError {
     MsmShape { points: usize, scalars: usize },
     #[error("device error: {0}")]
     Device(String),
+    /// The set's host copy was released (host_release.rs) and this backend does not hold
+    /// the vector: the partition is retried once the set is loaded again.
+    #[error("the host copy of {srs_id}'s {query:?} points was released, and this backend does not hold them")]
+    BasesReleased { srs_id: String, query: Query },
     /// The witness fails rows of its circuit shape's recorded matrices: a/b/c from them
     /// would not be the circuit's. The caller drops the matrices and synthesizes again.
     #[error("{rows} of {of} constraints unsatisfied by the witness (matrices {key})")]
     Unsatisfied { rows: u64, of: usize, key: String },
 }
 
-/// One set of proving-key point vectors that a backend may keep resident (on a device).
-/// `id` names the parameter set (e.g. "synthetic-2^16", "porep-32g") so that a backend can
-/// cache uploads; the slices are the parameters' own vectors, never copies.
+/// One proving-key point vector that a backend may keep resident (on a device). `srs_id`
+/// names the parameter set (e.g. "synthetic-2^16", "porep-32g") and `query` the vector, so
+/// that a backend can cache uploads; `points` is the parameters' own vector, never a copy.
+///
+/// Once a set's host copy has been released (host_release.rs), `points` is empty and `len`
+/// is the vector's length: only a backend that holds the vector itself can use it, and any
+/// other answers [`BackendError::BasesReleased`].
 #[derive(Clone, Copy)]
-pub struct G1Bases<'a> {
+pub struct Bases<'a, A> {
     pub srs_id: &'a str,
     pub query: Query,
-    pub points: &'a [G1Affine],
+    pub points: &'a [A],
+    pub len: usize,
 }
 
-#[derive(Clone, Copy)]
-pub struct G2Bases<'a> {
-    pub srs_id: &'a str,
-    pub query: Query,
-    pub points: &'a [G2Affine],
+pub type G1Bases<'a> = Bases<'a, G1Affine>;
+pub type G2Bases<'a> = Bases<'a, G2Affine>;
+
+impl<'a, A> Bases<'a, A> {
+    /// A vector on the host.
+    pub fn new(srs_id: &'a str, query: Query, points: &'a [A]) -> Self {
+        Bases {
+            srs_id,
+            query,
+            points,
+            len: points.len(),
+        }
+    }
+
+    /// A vector of `len` points whose host copy was released.
+    pub fn released(srs_id: &'a str, query: Query, len: usize) -> Self {
+        Bases {
+            srs_id,
+            query,
+            points: &[],
+            len,
+        }
+    }
+
+    /// Whether the host holds no copy of a vector that has points.
+    pub fn is_released(&self) -> bool {
+        self.points.len() < self.len
+    }
+
+    /// The first `n` points on the host: an MSM's shape error when the vector is shorter, or
+    /// `BasesReleased` when its host copy is gone.
+    pub fn host(&self, n: usize) -> Result<&'a [A], BackendError> {
+        if self.len < n {
+            return Err(BackendError::MsmShape {
+                points: self.len,
+                scalars: n,
+            });
+        }
+        self.points
+            .get(..n)
+            .ok_or_else(|| BackendError::BasesReleased {
+                srs_id: self.srs_id.to_string(),
+                query: self.query,
+            })
+    }
 }
 
 /// Which part of the proving key a set of bases is (for residency bookkeeping). The parts
@@ -232,7 +281,7 @@ pub trait Backend: Send + Sync {
         }
     }
 
-    /// sum_i scalars[i] * bases[i]; `bases.points.len() >= scalars.len()`, extra bases ignored.
+    /// sum_i scalars[i] * bases[i]; `bases.len >= scalars.len()`, extra bases ignored.
     fn msm_g1(&self, bases: G1Bases<'_>, scalars: &[Scalar]) -> Result<G1Projective, BackendError>;
 
     /// As `msm_g1`, in G2.
@@ -240,6 +289,14 @@ pub trait Backend: Send + Sync {
 
     /// Drop whatever the backend keeps resident for a parameter set (EvictSRS).
     fn evict(&self, _srs_id: &str) {}
+
+    /// Whether this backend holds every vector of `srs_id` in `queries` (query, length) itself,
+    /// in its final form (a device's folding decided), so that the set's host copy may be
+    /// released (host_release.rs). When it answers true it keeps them from now on: they are
+    /// no longer dropped to make room for other vectors, only by `evict`.
+    fn keep_for_release(&self, _srs_id: &str, _queries: &[(Query, usize)]) -> bool {
+        false
+    }
 }
 
 pub type SharedBackend = Arc<dyn Backend>;

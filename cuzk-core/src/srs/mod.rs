@@ -21,6 +21,7 @@ use blstrs::{Bls12, G1Affine, G2Affine};
 use parking_lot::Mutex;
 
 use crate::job::{Error, Result};
+use crate::key::{Key, KeyLens};
 use crate::kinds::porep_shaped;
 use crate::kinds::synthetic::{MAX_LOG, MIN_LOG};
 use crate::kinds::SyntheticShape;
@@ -32,26 +33,80 @@ pub use read::{read_parameter_file, ReadError};
 /// One loaded parameter set.
 pub struct SrsEntry {
     pub id: String,
+    /// The parameters; only the verifying key and A's and B's input parts once
+    /// `host_released` (host_release.rs).
     pub params: Parameters<Bls12>,
     pub pvk: PreparedVerifyingKey<Bls12>,
+    /// The point vectors' bytes as loaded (the host holds them unless `host_released`).
     pub size_bytes: u64,
     pub load_time: Duration,
+    /// The point vectors' lengths as loaded.
+    pub lens: KeyLens,
+    /// The devices hold the big vectors and the host copy was dropped.
+    pub host_released: bool,
 }
 
 impl SrsEntry {
     pub fn new(id: String, params: Parameters<Bls12>, load_time: Duration) -> Self {
-        let g1 = params.h.len() + params.l.len() + params.a.len() + params.b_g1.len();
-        let size_bytes = (g1 * std::mem::size_of::<G1Affine>()
-            + params.b_g2.len() * std::mem::size_of::<G2Affine>()) as u64;
         let pvk = groth16::prepare_verifying_key(&params.vk);
         SrsEntry {
             id,
+            size_bytes: vector_bytes(&params),
+            lens: KeyLens::of(&params),
             params,
             pvk,
-            size_bytes,
             load_time,
+            host_released: false,
         }
     }
+
+    /// The key as the prover reads it.
+    pub fn key(&self) -> Key<'_> {
+        Key {
+            srs_id: &self.id,
+            params: &self.params,
+            lens: self.lens,
+        }
+    }
+
+    /// The point bytes the host holds of this set.
+    pub fn host_bytes(&self) -> u64 {
+        vector_bytes(&self.params)
+    }
+
+    /// This set without its host copy of the point vectors, for when the devices hold them:
+    /// the verifying key and the input parts of A and B (their first `ic` points, which the
+    /// smallest MSMs read on the host) stay.
+    pub fn without_host_vectors(&self) -> SrsEntry {
+        let inputs = self.params.vk.ic.len();
+        fn head<A: Clone>(v: &[A], n: usize) -> Arc<Vec<A>> {
+            Arc::new(v[..n.min(v.len())].to_vec())
+        }
+        let p = &self.params;
+        let params = Parameters {
+            vk: p.vk.clone(),
+            h: Arc::new(Vec::new()),
+            l: Arc::new(Vec::new()),
+            a: head(&p.a, inputs),
+            b_g1: head(&p.b_g1, inputs),
+            b_g2: head(&p.b_g2, inputs),
+        };
+        SrsEntry {
+            id: self.id.clone(),
+            pvk: groth16::prepare_verifying_key(&params.vk),
+            params,
+            size_bytes: self.size_bytes,
+            load_time: self.load_time,
+            lens: self.lens,
+            host_released: true,
+        }
+    }
+}
+
+fn vector_bytes(params: &Parameters<Bls12>) -> u64 {
+    let g1 = params.h.len() + params.l.len() + params.a.len() + params.b_g1.len();
+    (g1 * std::mem::size_of::<G1Affine>() + params.b_g2.len() * std::mem::size_of::<G2Affine>())
+        as u64
 }
 
 /// What GetStatus reports of a parameter set.
@@ -61,6 +116,9 @@ pub struct SrsStatus {
     /// Always HOT for sets in memory; sets on disk only are not listed.
     pub resident: bool,
     pub size_bytes: u64,
+    /// The point bytes the host holds: size_bytes, or a few once the devices hold the set
+    /// and its host copy was released (host_release.rs).
+    pub host_bytes: u64,
     /// Jobs currently holding the set.
     pub ref_count: u32,
 }
@@ -196,6 +254,32 @@ impl SrsCache {
         ))
     }
 
+    /// Replace set `id`'s entry, if it is still `held`, with the same set without its host
+    /// copy of the point vectors (host_release.rs). Returns the new entry; None when the
+    /// slot holds another entry by now (evicted, or already released).
+    pub fn release_host(&self, id: &str, held: &Arc<SrsEntry>) -> Option<Arc<SrsEntry>> {
+        let slot = self.inner.slots.lock().get(id).cloned()?;
+        let mut entry = slot.entry.lock();
+        if !entry.as_ref().is_some_and(|e| Arc::ptr_eq(e, held)) || held.host_released {
+            return None;
+        }
+        let released = Arc::new(held.without_host_vectors());
+        *entry = Some(released.clone());
+        Some(released)
+    }
+
+    /// Forget set `id`'s entry if it is `released`, so that the next request loads the set,
+    /// host copy and all, from its file (a partition retried on the CPU needs the points).
+    pub fn forget_released(&self, id: &str, released: &Arc<SrsEntry>) {
+        let Some(slot) = self.inner.slots.lock().get(id).cloned() else {
+            return;
+        };
+        let mut entry = slot.entry.lock();
+        if entry.as_ref().is_some_and(|e| Arc::ptr_eq(e, released)) {
+            *entry = None;
+        }
+    }
+
     /// Drop a set from memory (EvictSRS). Jobs holding it keep their copy until they finish.
     /// Returns the bytes freed, or None when it was not loaded.
     pub fn evict(&self, id: &str) -> Option<u64> {
@@ -214,6 +298,7 @@ impl SrsCache {
                     circuit_id: e.id.clone(),
                     resident: true,
                     size_bytes: e.size_bytes,
+                    host_bytes: e.host_bytes(),
                     // One reference is the cache's own, one the clone taken here.
                     ref_count: (Arc::strong_count(&e) - 2) as u32,
                 })
