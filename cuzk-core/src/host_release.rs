@@ -26,7 +26,7 @@
 use std::sync::Arc;
 
 use crate::backend::Query;
-use crate::engine::Shared;
+use crate::shared::Shared;
 use crate::srs::SrsEntry;
 
 /// After a device step under `srs` (a partition with `b_inputs` inputs in B): release the

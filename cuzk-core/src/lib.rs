@@ -34,11 +34,14 @@ pub mod prove;
 pub mod queue;
 pub mod record;
 pub mod rss;
+pub mod set_loads;
+pub mod shared;
 pub mod srs;
 pub mod synth;
 pub mod test_hooks;
 pub mod timeline;
 pub mod witness;
+pub mod work;
 
 pub use config::EngineConfig;
 pub use engine::Engine;

@@ -3,8 +3,8 @@
 //! A partition's size is bounded from its parameters, so a partition whose job has not its
 //! parameter set yet is handed to a synthesis worker to be prepared (gate.rs). The worker
 //! only looks the set up (`SrsCache::without_waiting`): resident, the partition goes back to
-//! its place at once; not resident, it is parked here under the set's id and the set is
-//! loaded on a thread of its own, once however many partitions and jobs wait for it. When
+//! its place at once; not resident, it is parked under the set's id (set_loads.rs) and the
+//! set is loaded on a thread of its own, once however many partitions and jobs wait for it. When
 //! the load ends, the parked partitions go back to their places in the queue, or, when it
 //! failed, their jobs fail with its error. Meanwhile the worker takes other partitions:
 //! why: a 32 GiB PoRep set is ~47 GB, seconds to minutes to read, and a worker loading it
@@ -14,58 +14,16 @@
 //! `mb_s`, `partitions` that waited) or SRS_LOAD_FAILED (`error`). PreloadSRS writes the
 //! same events with `cause=preload`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use parking_lot::Mutex;
-
-use crate::engine::Shared;
 use crate::host_release;
 use crate::job::Error;
-use crate::pipeline::{guarded, PartitionWork};
 use crate::record::Job;
+use crate::shared::Shared;
 use crate::srs::SrsEntry;
 use crate::timeline::Timeline;
-
-/// Partitions waiting for a set to load, by set id; a set is here from its first waiting
-/// partition until its load ends.
-#[derive(Default)]
-pub struct SetLoads {
-    waiting: Mutex<HashMap<String, Vec<Parked>>>,
-}
-
-struct Parked {
-    work: PartitionWork,
-    since: Instant,
-}
-
-impl SetLoads {
-    /// Park `work` until set `id` is loaded; true when it is the first (the caller then
-    /// starts the load).
-    fn park(&self, id: &str, work: PartitionWork) -> bool {
-        let mut waiting = self.waiting.lock();
-        let first = !waiting.contains_key(id);
-        waiting.entry(id.to_string()).or_default().push(Parked {
-            work,
-            since: Instant::now(),
-        });
-        first
-    }
-
-    /// Everything parked under `id`; a partition parked after this starts a new load (which
-    /// finds the set resident when this one succeeded).
-    fn take(&self, id: &str) -> Vec<Parked> {
-        self.waiting.lock().remove(id).unwrap_or_default()
-    }
-
-    /// Sets loading now for queued jobs.
-    pub fn loading(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.waiting.lock().keys().cloned().collect();
-        ids.sort();
-        ids
-    }
-}
+use crate::work::{guarded, PartitionWork};
 
 /// A synthesis worker's part: find the partition's set without waiting for it; resident, put
 /// the partition back in its place; not resident, park it and, if it is the first to wait,

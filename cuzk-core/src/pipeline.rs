@@ -14,89 +14,20 @@
 //! a device result is discarded unfinalized.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blstrs::Scalar;
-
 use crate::backend::BackendError;
-use crate::engine::Shared;
 use crate::finalize::finalize_partition;
 use crate::footprint::{partition_bytes_bound, partition_peak_bytes, HostCopies, PartitionShape};
-use crate::gate::{Lane, Take, Ticket};
+use crate::gate::{Lane, Take};
 use crate::gpu::Device;
 use crate::host_release;
-use crate::job::{Error, JobState, Result};
+use crate::job::{Error, Result};
 use crate::metrics::Phase;
-use crate::prove::{prove_with_key, MsmResults, ProveError};
-use crate::record::Job;
-use crate::srs::SrsEntry;
-use crate::synth::Synthesized;
-
-/// A partition waiting for synthesis.
-pub struct PartitionWork {
-    pub job: Arc<Job>,
-    pub index: usize,
-    /// Its device failed once: prove it on the CPU fallback, right after synthesis.
-    pub on_cpu: bool,
-}
-
-/// A synthesized partition waiting for a device. Its ticket holds a pipeline slot until a
-/// device takes it and its bytes until it is dropped.
-pub struct SynthesizedWork {
-    pub job: Arc<Job>,
-    pub index: usize,
-    pub synth: Synthesized,
-    pub in_flight: InFlight,
-    ticket: Ticket,
-}
-
-/// A proven partition waiting for assembly and verification (CPU work).
-pub struct ProvenWork {
-    pub job: Arc<Job>,
-    pub index: usize,
-    srs: Arc<SrsEntry>,
-    msm: MsmResults,
-    synthesized_inputs: Vec<Scalar>,
-    pub in_flight: InFlight,
-}
-
-/// Counts one partition from the moment a synthesis worker takes it until its device step is
-/// done or it is dropped (a cancelled job's partition removed from the prove queue drops its
-/// guard with it). A graceful shutdown waits for the count to reach zero.
-pub struct InFlight(Arc<AtomicUsize>);
-
-impl InFlight {
-    pub fn new(count: &Arc<AtomicUsize>) -> Self {
-        count.fetch_add(1, Ordering::SeqCst);
-        InFlight(count.clone())
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Run `f`, turning a panic into an error naming what panicked.
-pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-        Err(Error::Internal(format!(
-            "{what} panicked: {}",
-            panic_message(&panic)
-        )))
-    })
-}
-
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
+use crate::prove::{prove_with_key, ProveError};
+use crate::shared::Shared;
+use crate::work::{guarded, panic_message, InFlight, PartitionWork, ProvenWork, SynthesizedWork};
 
 /// A synthesis worker: takes the most urgent partition whose room is free (gate.rs), with
 /// that room already reserved, so that it never waits holding a finished partition.
@@ -502,14 +433,4 @@ fn finalize(shared: &Shared, work: ProvenWork) -> Result<()> {
         shared.complete(&job, &proof);
     }
     Ok(())
-}
-
-/// The job's final state from its finished proof: stock whole-job verification, if on.
-pub fn job_result(shared: &Shared, job: &Job, proof: &[u8]) -> JobState {
-    if shared.config.verify_proofs {
-        if let Err(e) = guarded("job verification", || job.task.verify_job(proof)) {
-            return JobState::Failed(e.to_string());
-        }
-    }
-    JobState::Completed
 }
