@@ -9,8 +9,10 @@
 //! backends allocate (audited against backend/cpu.rs, backend/ntt.rs, backend/cuda.rs and the
 //! kernels crate). Not counted per partition: the parameters (resident once per set), the
 //! recorded matrices (once per shape), the CUDA backend's pinned staging (two 32 MiB buffers
-//! per device, allocated once and kept) and blst's Pippenger buckets (a few MB per thread):
-//! the budget's fixed reserve is for those (budget.rs).
+//! per device, allocated once and kept), its pool of pinned buffers for packed aux vectors
+//! (at most 8, ~160 MB each at 2^27: a partition holding one is counted by its packed
+//! bytes, the idle ones are not) and blst's Pippenger buckets (a few MB per thread): the
+//! budget's fixed reserve is for those (budget.rs).
 
 use blstrs::Scalar;
 

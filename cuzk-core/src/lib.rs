@@ -28,6 +28,7 @@ pub mod matrix_synth;
 pub mod metrics;
 pub mod packed;
 pub mod paramgen;
+pub mod pinned_pool;
 pub mod pipeline;
 pub mod pools;
 pub mod prove;

@@ -15,6 +15,14 @@ pub fn as_limbs(s: &[Scalar]) -> &[Limbs] {
     unsafe { std::slice::from_raw_parts(s.as_ptr() as *const Limbs, s.len()) }
 }
 
+/// Limbs as scalars. Only for limbs that hold fully reduced Montgomery values (scalars
+/// moved into other memory, such as packed.rs's pinned buffers).
+pub(crate) fn from_limbs(l: &[Limbs]) -> &[Scalar] {
+    // SAFETY: same size and alignment (asserted above); the values are valid scalars by the
+    // caller's contract.
+    unsafe { std::slice::from_raw_parts(l.as_ptr() as *const Scalar, l.len()) }
+}
+
 /// Scalars as limbs to write. Only for writers of fully reduced Montgomery values (our
 /// kernels), so that the scalars stay valid.
 pub(crate) fn as_limbs_mut(s: &mut [Scalar]) -> &mut [Limbs] {

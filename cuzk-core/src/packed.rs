@@ -14,8 +14,10 @@ use ff::Field;
 use rayon::prelude::*;
 
 use cuzk_kernels::msm::PackedWord;
+use cuzk_kernels::{Limbs, PinnedScalars};
 
-use crate::limbs::as_limbs;
+use crate::limbs::{as_limbs, from_limbs};
+use crate::pinned_pool::PinnedBuf;
 
 /// Elements per task of the parallel passes (a multiple of 64: tasks own whole words).
 const CHUNK: usize = 1 << 16;
@@ -23,13 +25,53 @@ const CHUNK: usize = 1 << 16;
 /// Beyond this share of wide elements packing saves too little to be worth a pass.
 const MAX_WIDE_SHARE: f64 = 0.25;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Default)]
 pub struct PackedScalars {
     len: usize,
     /// One per 64 elements, in the layout the device reads (`PackedWord`): which are wide,
     /// which of the others are one, and how many wide elements come before the word.
     words: Vec<PackedWord>,
     wide: Vec<Scalar>,
+    /// Set by [`PackedScalars::pin`]: the words and then the wide values moved into
+    /// page-locked memory (`words` and `wide` are then empty).
+    pinned: Option<Pinned>,
+}
+
+struct Pinned {
+    buf: PinnedBuf,
+    words: usize,
+    wide: usize,
+}
+
+impl Clone for PackedScalars {
+    /// A clone lives on the heap, pinned or not.
+    fn clone(&self) -> Self {
+        PackedScalars {
+            len: self.len,
+            words: self.words().to_vec(),
+            wide: self.wide().to_vec(),
+            pinned: None,
+        }
+    }
+}
+
+impl PartialEq for PackedScalars {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.words() == other.words() && self.wide() == other.wide()
+    }
+}
+
+impl Eq for PackedScalars {}
+
+impl std::fmt::Debug for PackedScalars {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackedScalars")
+            .field("len", &self.len)
+            .field("words", &self.words().len())
+            .field("wide", &self.wide().len())
+            .field("pinned", &self.pinned.is_some())
+            .finish()
+    }
 }
 
 /// One task's words (ranks counted from the task's start) and wide values.
@@ -73,6 +115,7 @@ impl PackedScalars {
             len: v.len(),
             words: Vec::with_capacity(v.len().div_ceil(64)),
             wide: Vec::with_capacity(wide),
+            pinned: None,
         };
         for p in pieces {
             let before = packed.wide.len() as u64;
@@ -88,20 +131,19 @@ impl PackedScalars {
     /// The plain vector again (a backend without its own unpacking: the CPU's).
     pub fn unpack(&self) -> Vec<Scalar> {
         let mut out = crate::hugevec::zeroed(self.len);
-        out.par_chunks_mut(64)
-            .zip(&self.words)
-            .for_each(|(chunk, w)| {
-                let mut next = w.wide_rank as usize;
-                for (i, x) in chunk.iter_mut().enumerate() {
-                    let bit = 1u64 << i;
-                    if w.wide & bit != 0 {
-                        *x = self.wide[next];
-                        next += 1;
-                    } else if w.one & bit != 0 {
-                        *x = Scalar::ONE;
-                    }
+        let (words, wide) = (self.words(), self.wide());
+        out.par_chunks_mut(64).zip(words).for_each(|(chunk, w)| {
+            let mut next = w.wide_rank as usize;
+            for (i, x) in chunk.iter_mut().enumerate() {
+                let bit = 1u64 << i;
+                if w.wide & bit != 0 {
+                    *x = wide[next];
+                    next += 1;
+                } else if w.one & bit != 0 {
+                    *x = Scalar::ONE;
                 }
-            });
+            }
+        });
         out
     }
 
@@ -114,19 +156,71 @@ impl PackedScalars {
     }
 
     pub fn words(&self) -> &[PackedWord] {
-        &self.words
+        match &self.pinned {
+            // SAFETY: PackedWord is four u64s like Limbs (asserted in cuzk-kernels), and any
+            // bit pattern is a valid PackedWord.
+            Some(p) => unsafe {
+                std::slice::from_raw_parts(p.buf.as_slice().as_ptr().cast(), p.words)
+            },
+            None => &self.words,
+        }
     }
 
     /// The wide elements, in order.
     pub fn wide(&self) -> &[Scalar] {
-        &self.wide
+        match &self.pinned {
+            Some(p) => from_limbs(&p.buf.as_slice()[p.words..p.words + p.wide]),
+            None => &self.wide,
+        }
     }
 
     /// Host memory held.
     pub fn host_bytes(&self) -> u64 {
-        (std::mem::size_of::<PackedWord>() * self.words.len()
-            + std::mem::size_of::<Scalar>() * self.wide.len()) as u64
+        (std::mem::size_of_val(self.words()) + std::mem::size_of_val(self.wide())) as u64
     }
+
+    /// Elements of page-locked memory [`PackedScalars::pin`] needs.
+    pub fn pinned_len(&self) -> usize {
+        self.words().len() + self.wide().len()
+    }
+
+    /// Moves the vector into `buf` (words, then the wide values), freeing the heap copy, so
+    /// that a device uploads it by DMA alone; false (and `buf` returned to its pool) when it
+    /// does not fit. The copy runs here, on the caller's threads: the synthesis worker's.
+    pub fn pin(&mut self, mut buf: PinnedBuf) -> bool {
+        let (w, n) = (self.words().len(), self.wide().len());
+        if self.pinned.is_some() || buf.as_slice().len() < w + n {
+            return false;
+        }
+        let (dst_words, rest) = buf.as_mut_slice().split_at_mut(w);
+        // SAFETY: as in `words`.
+        let src_words: &[Limbs] =
+            unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast(), w) };
+        par_copy(dst_words, src_words);
+        par_copy(&mut rest[..n], as_limbs(&self.wide));
+        self.words = Vec::new();
+        self.wide = Vec::new();
+        self.pinned = Some(Pinned {
+            buf,
+            words: w,
+            wide: n,
+        });
+        true
+    }
+
+    /// The page-locked buffer and the counts of words and wide values in it, once pinned.
+    pub fn pinned(&self) -> Option<(&PinnedScalars, usize, usize)> {
+        self.pinned
+            .as_ref()
+            .map(|p| (p.buf.pinned(), p.words, p.wide))
+    }
+}
+
+/// dst = src, in parallel pieces.
+fn par_copy(dst: &mut [Limbs], src: &[Limbs]) {
+    dst.par_chunks_mut(CHUNK)
+        .zip(src.par_chunks(CHUNK))
+        .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
 #[cfg(test)]

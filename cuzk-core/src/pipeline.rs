@@ -27,6 +27,7 @@ use crate::job::{Error, Result};
 use crate::metrics::Phase;
 use crate::prove::{prove_with_key, ProveError};
 use crate::shared::Shared;
+use crate::synth::Synthesized;
 use crate::work::{guarded, panic_message, InFlight, PartitionWork, ProvenWork, SynthesizedWork};
 
 /// A synthesis worker: takes the most urgent partition whose room is free (gate.rs), with
@@ -67,6 +68,9 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
                 // partition waits for its step holding ~2.5% of a PoRep witness's bytes.
                 let t = Instant::now();
                 let packed = synth.deferred.is_some() && packs_aux(&shared) && synth.pack_aux();
+                if packed {
+                    pin_packed(&shared, &mut synth);
+                }
                 Ok((synth, packed.then(|| t.elapsed())))
             };
             // Urgent work on a pool of its own, not behind the load's tasks (pools.rs).
@@ -156,6 +160,22 @@ fn packs_aux(shared: &Shared) -> bool {
     static OFF: std::sync::LazyLock<bool> =
         std::sync::LazyLock::new(|| std::env::var("CUZK_PACK_AUX").is_ok_and(|v| v == "0"));
     !*OFF && !shared.devices.is_empty() && shared.devices.iter().all(|d| d.backend.takes_packed())
+}
+
+/// A packed aux moved into page-locked memory a device lends (pinned_pool.rs), so that its
+/// upload in the device step is a DMA alone. Any device's buffer serves: they are pinned for
+/// every device. Without one the vector stays on the heap and is staged as before.
+fn pin_packed(shared: &Shared, synth: &mut Synthesized) {
+    let Some(p) = synth.packed_aux.as_mut() else {
+        return;
+    };
+    let lent = shared
+        .devices
+        .first()
+        .and_then(|d| d.backend.pinned_buffer(p.pinned_len()));
+    if let Some(buf) = lent {
+        p.pin(buf);
+    }
 }
 
 /// The bytes partition `work` will hold at most, from synthesis to the end of its device step,

@@ -207,13 +207,32 @@ fn packed_aux_unpacks_on_the_device_and_proves_the_same_bytes() {
     let Some(gpu) = CudaBackend::new_or_skip(0) else {
         return;
     };
+    // From the heap (staged) and from a pinned buffer the device lent (DMA alone).
     let unpacks = |v: &[Scalar], what: &str| {
-        let p = PackedScalars::pack(v).unwrap_or_else(|| panic!("{what}: not packed"));
-        let ScalarVec::Device(d) = gpu.load_packed(&p).unwrap() else {
-            panic!("{what}: not on the device");
-        };
-        assert_eq!(d.len(), v.len(), "{what}");
-        assert_eq!(d.download(gpu.device()).unwrap(), as_limbs(v), "{what}");
+        let heap = PackedScalars::pack(v).unwrap_or_else(|| panic!("{what}: not packed"));
+        let mut pinned = heap.clone();
+        let buf = gpu
+            .pinned_buffer(pinned.pinned_len())
+            .expect("a pinned buffer");
+        assert!(pinned.pin(buf), "{what}: pinned");
+        assert!(pinned.pinned().is_some() && heap.pinned().is_none());
+        assert_eq!(pinned, heap, "{what}: the same vector, pinned");
+        assert_eq!(
+            pinned.unpack(),
+            v,
+            "{what}: unpacked on the host from pinned memory"
+        );
+        for (p, how) in [(&heap, "staged"), (&pinned, "pinned")] {
+            let ScalarVec::Device(d) = gpu.load_packed(p).unwrap() else {
+                panic!("{what}: not on the device");
+            };
+            assert_eq!(d.len(), v.len(), "{what} {how}");
+            assert_eq!(
+                d.download(gpu.device()).unwrap(),
+                as_limbs(v),
+                "{what} {how}"
+            );
+        }
     };
     // Edge cases: empty, n = 1, all zeros, all ones, a length that is no multiple of 64.
     unpacks(&[], "empty");
@@ -266,5 +285,37 @@ fn packed_aux_unpacks_on_the_device_and_proves_the_same_bytes() {
     assert_eq!(packed.aux_len(), plain.aux.len());
     let want = prove(&gpu, plain);
     assert_eq!(prove(&gpu, packed.clone()), want, "device, packed vs plain");
+    let mut pinned = packed.clone();
+    let p = pinned.packed_aux.as_mut().unwrap();
+    assert!(p.pin(gpu.pinned_buffer(p.pinned_len()).unwrap()));
+    assert_eq!(prove(&gpu, pinned), want, "device, packed and pinned");
     assert_eq!(prove(&CpuBackend, packed), want, "CPU backend, packed");
+}
+
+/// The device's pool of pinned buffers (pinned_pool.rs): a returned buffer is lent again,
+/// at most 8 exist at once, and a request none can serve is refused (the worker then packs
+/// on the heap), not queued.
+#[test]
+fn pinned_buffers_are_reused_and_bounded() {
+    let Some(gpu) = CudaBackend::new_or_skip(0) else {
+        return;
+    };
+    let first = gpu.pinned_buffer(1000).unwrap();
+    assert!(first.as_slice().len() >= 1000);
+    let at = first.as_slice().as_ptr();
+    drop(first);
+    let again = gpu.pinned_buffer(2000).unwrap();
+    assert_eq!(
+        again.as_slice().as_ptr(),
+        at,
+        "the free buffer is lent again"
+    );
+    let mut lent = vec![again];
+    while let Some(b) = gpu.pinned_buffer(10) {
+        lent.push(b);
+        assert!(lent.len() <= 8, "more than 8 pinned buffers");
+    }
+    assert_eq!(lent.len(), 8);
+    lent.pop();
+    assert!(gpu.pinned_buffer(10).is_some(), "one back, one lent");
 }

@@ -100,6 +100,32 @@ impl DeviceScalars {
         Ok(out)
     }
 
+    /// Elements `range` of pinned host memory into a new vector, by DMA on the copy stream;
+    /// the compute stream waits for it before its next kernel (the caller keeps `src` until
+    /// that has run).
+    pub fn upload_from_pinned(
+        dev: &GpuDevice,
+        src: &PinnedScalars,
+        range: std::ops::Range<usize>,
+    ) -> Result<Self> {
+        let host = src.as_slice().get(range.clone()).ok_or_else(|| {
+            GpuError::Invalid(format!(
+                "elements {range:?} of a {}-element buffer",
+                src.len
+            ))
+        })?;
+        let d = Self::alloc(dev, host.len())?;
+        if !host.is_empty() {
+            // The allocation is ordered on the compute stream: the copy comes after it.
+            dev.copy_stream().join(dev.stream())?;
+            // SAFETY: host is pinned memory that outlives the copy (see above); d holds
+            // host.len() elements.
+            unsafe { result::memcpy_htod_async(d.ptr, host, dev.copy_stream().cu_stream()) }?;
+            dev.stream().join(dev.copy_stream())?;
+        }
+        Ok(d)
+    }
+
     /// Asynchronous copy from pinned host memory on the copy stream; the compute stream
     /// waits for it before its next kernel.
     pub fn copy_from_pinned(&mut self, dev: &GpuDevice, src: &PinnedScalars) -> Result<()> {
@@ -193,10 +219,20 @@ unsafe impl Sync for PinnedScalars {}
 
 impl PinnedScalars {
     pub fn alloc(dev: &GpuDevice, len: usize) -> Result<Self> {
+        Self::alloc_flags(dev, len, 0)
+    }
+
+    /// As `alloc`, pinned for every context (any device's copy engine reads it at full
+    /// speed): for buffers that synthesis fills before it knows which device proves them.
+    pub fn alloc_portable(dev: &GpuDevice, len: usize) -> Result<Self> {
+        Self::alloc_flags(dev, len, sys::CU_MEMHOSTALLOC_PORTABLE)
+    }
+
+    fn alloc_flags(dev: &GpuDevice, len: usize, flags: u32) -> Result<Self> {
         dev.ctx().bind_to_thread()?;
         // Not write-combined: we read results back through it on the CPU.
         // SAFETY: the pointer is checked and owned by the value; zeroed below.
-        let ptr = unsafe { result::malloc_host(len.max(1) * ELEM_BYTES, 0) }? as *mut Limbs;
+        let ptr = unsafe { result::malloc_host(len.max(1) * ELEM_BYTES, flags) }? as *mut Limbs;
         let mut p = PinnedScalars {
             ptr,
             len,

@@ -12,6 +12,7 @@ use super::{Backend, BackendError, FromMatrices, G1Bases, G2Bases, Query, Scalar
 use crate::footprint::HostCopies;
 use crate::matrices::Matrices;
 use crate::packed::PackedScalars;
+use crate::pinned_pool::{PinnedBuf, PinnedPool};
 use crate::synth::Density;
 
 /// The kernels crate, for callers (benchmarks, tools) that drive the device directly.
@@ -31,11 +32,17 @@ pub(crate) fn device_error(e: GpuError) -> BackendError {
     BackendError::Device(e.to_string())
 }
 
+/// Pinned buffers a device lends to synthesis at most: a packed aux for each partition in
+/// synthesis or waiting for a device, at the defaults (pinned_pool.rs; ~160 MB each at 2^27).
+const PINNED_BUFFERS: usize = 8;
+
 /// One GPU, driven through cuzk-kernels.
 pub struct CudaBackend {
     dev: GpuDevice,
     /// Circuit shapes' constraint matrices, for partitions whose a, b, c are evaluated here.
     matrices: r1cs::ResidentMatrices,
+    /// Page-locked buffers lent to synthesis for packed aux vectors (pinned_pool.rs).
+    pinned: PinnedPool,
 }
 
 impl CudaBackend {
@@ -54,6 +61,7 @@ impl CudaBackend {
         Ok(CudaBackend {
             dev,
             matrices: Default::default(),
+            pinned: PinnedPool::new(PINNED_BUFFERS),
         })
     }
 
@@ -165,14 +173,32 @@ impl Backend for CudaBackend {
     }
 
     fn load_packed(&self, packed: &PackedScalars) -> Result<ScalarVec<'static>, BackendError> {
-        let parts = cuzk_kernels::msm::PackedParts {
-            len: packed.len(),
-            words: packed.words(),
-            wide: as_limbs(packed.wide()),
-            one: as_limbs(&[Scalar::ONE])[0],
-        };
-        let d = cuzk_kernels::msm::upload_packed(&self.dev, parts).map_err(map_error)?;
+        let one = as_limbs(&[Scalar::ONE])[0];
+        let d = match packed.pinned() {
+            Some((buf, words, wide)) => cuzk_kernels::msm::upload_packed_pinned(
+                &self.dev,
+                packed.len(),
+                buf,
+                words,
+                wide,
+                one,
+            ),
+            None => cuzk_kernels::msm::upload_packed(
+                &self.dev,
+                cuzk_kernels::msm::PackedParts {
+                    len: packed.len(),
+                    words: packed.words(),
+                    wide: as_limbs(packed.wide()),
+                    one,
+                },
+            ),
+        }
+        .map_err(map_error)?;
         Ok(ScalarVec::Device(d))
+    }
+
+    fn pinned_buffer(&self, elements: usize) -> Option<PinnedBuf> {
+        self.pinned.take(&self.dev, elements)
     }
 
     fn takes_packed(&self) -> bool {

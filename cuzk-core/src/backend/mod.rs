@@ -9,6 +9,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use crate::footprint::HostCopies;
 use crate::matrices::Matrices;
 use crate::packed::PackedScalars;
+use crate::pinned_pool::PinnedBuf;
 use crate::synth::Density;
 
 pub mod cpu;
@@ -236,6 +237,13 @@ pub trait Backend: Send + Sync {
     /// unpacked on the host.
     fn load_packed(&self, packed: &PackedScalars) -> Result<ScalarVec<'static>, BackendError> {
         Ok(ScalarVec::Host(Cow::Owned(packed.unpack())))
+    }
+
+    /// Page-locked host memory for `elements` elements of a packed vector
+    /// (`PackedScalars::pin`), from which `load_packed` uploads by DMA alone; None where the
+    /// backend has none to lend (the CPU's, or a pool with every buffer out).
+    fn pinned_buffer(&self, _elements: usize) -> Option<PinnedBuf> {
+        None
     }
 
     /// Whether `load_packed` is this backend's fast way in (the device unpacks, so the

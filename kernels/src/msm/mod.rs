@@ -51,7 +51,7 @@ use buckets::*;
 pub use plan::window_bits;
 use plan::*;
 use scan::exclusive_scan;
-pub use select::{select_scalars, upload_packed, PackedParts, PackedWord};
+pub use select::{select_scalars, upload_packed, upload_packed_pinned, PackedParts, PackedWord};
 
 /// Buckets per reduction segment: each level divides the points left by this. A power of
 /// two, so that the host multiplies by it with doublings. The reduction is bound by its

@@ -8,6 +8,7 @@
 //! of 4.3 GB (174 ms of the device step staged at ~25 GB/s).
 
 use super::*;
+use crate::memory::PinnedScalars;
 
 /// The elements i of `src` (the first `len`) whose bit is set in `words` (bit i % 64 of word
 /// i / 64), in order.
@@ -87,28 +88,62 @@ pub struct PackedParts<'a> {
 /// a rank points past the wide values given (the kernel reads nothing there; the error comes
 /// back once it has run).
 pub fn upload_packed(dev: &GpuDevice, p: PackedParts<'_>) -> Result<DeviceScalars> {
-    if p.words.len() != p.len.div_ceil(64) || p.len > u32::MAX as usize {
-        return Err(GpuError::Invalid(format!(
-            "packed vector of {} elements with {} words",
-            p.len,
-            p.words.len()
-        )));
-    }
-    dev.ctx().bind_to_thread()?;
-    let out = DeviceScalars::alloc(dev, p.len)?;
-    if p.len == 0 {
-        return Ok(out);
-    }
+    check_words(p.len, p.words.len())?;
     // SAFETY: PackedWord is four u64s, like Limbs (size and alignment asserted above).
     let words: &[Limbs] =
         unsafe { std::slice::from_raw_parts(p.words.as_ptr().cast(), p.words.len()) };
-    let words = DeviceScalars::upload(dev, words)?;
-    let wide = DeviceScalars::upload(dev, p.wide)?;
-    let one = DeviceScalars::upload(dev, &[p.one])?;
+    let on_device = (
+        DeviceScalars::upload(dev, words)?,
+        DeviceScalars::upload(dev, p.wide)?,
+    );
+    expand_packed(dev, p.len, on_device, p.one)
+}
+
+/// As [`upload_packed`], for a packed vector in pinned memory, `src`: its words (elements
+/// `0..words`, each a `PackedWord`) then its `wide` values. Both go up by DMA straight from
+/// there, with no staging copy on the host.
+pub fn upload_packed_pinned(
+    dev: &GpuDevice,
+    len: usize,
+    src: &PinnedScalars,
+    words: usize,
+    wide: usize,
+    one: Limbs,
+) -> Result<DeviceScalars> {
+    check_words(len, words)?;
+    let on_device = (
+        DeviceScalars::upload_from_pinned(dev, src, 0..words)?,
+        DeviceScalars::upload_from_pinned(dev, src, words..words + wide)?,
+    );
+    expand_packed(dev, len, on_device, one)
+}
+
+fn check_words(len: usize, words: usize) -> Result<()> {
+    if words != len.div_ceil(64) || len > u32::MAX as usize {
+        return Err(GpuError::Invalid(format!(
+            "packed vector of {len} elements with {words} words"
+        )));
+    }
+    Ok(())
+}
+
+/// The plain vector of `len` elements from its packed words and wide values, on the device.
+fn expand_packed(
+    dev: &GpuDevice,
+    len: usize,
+    (words, wide): (DeviceScalars, DeviceScalars),
+    one: Limbs,
+) -> Result<DeviceScalars> {
+    dev.ctx().bind_to_thread()?;
+    let out = DeviceScalars::alloc(dev, len)?;
+    if len == 0 {
+        return Ok(out);
+    }
+    let one = DeviceScalars::upload(dev, &[one])?;
     let stream = dev.stream();
     let mut bad = stream.alloc_zeros::<u32>(1)?;
     let kernel = dev.module("msm")?.load_function("msm_expand_scalars")?;
-    let (n, nwide) = (p.len as u32, p.wide.len().min(u32::MAX as usize) as u32);
+    let (n, nwide) = (len as u32, wide.len().min(u32::MAX as usize) as u32);
     let (words_ptr, wide_ptr, one_ptr, out_ptr) = (
         words.device_ptr(),
         wide.device_ptr(),
@@ -130,7 +165,7 @@ pub fn upload_packed(dev: &GpuDevice, p: PackedParts<'_>) -> Result<DeviceScalar
     if stream.clone_dtoh(&bad)?[0] != 0 {
         return Err(GpuError::Invalid(format!(
             "packed vector: a rank points past its {} wide values",
-            p.wide.len()
+            wide.len()
         )));
     }
     Ok(out)
