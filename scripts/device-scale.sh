@@ -16,11 +16,13 @@
 #   scripts/device-scale.sh again LOG    # MSM split tests, gen, one J=2 level (a shorter call)
 #   scripts/device-scale.sh abc LOG      # cuda_abc, gen, J=2 with a, b, c evaluated on the
 #                                        # device from the shape's matrices, then on the host
+#   scripts/device-scale.sh pinned LOG   # gen, then final's bench with the packed aux in pinned
+#                                        # buffers and with CUZK_PIN_AUX=0 (heap, staged)
 #   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
 set -uo pipefail
-phase=${1:?phase: check | small LOG | gen LOG | prove LOG | levels LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
+phase=${1:?phase: check | small LOG | gen LOG | prove LOG | levels LOG | pinned LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -165,6 +167,11 @@ count)
     grep -h -E "^test |test result|panicked" "$OUT"/cuda_*.log | tail -30
     gen_set
     levels_bench count
+    ;;
+pinned)
+    gen_set
+    levels_bench pinned
+    CUZK_PIN_AUX=0 levels_bench heap
     ;;
 levels)
     # final's bench alone, on the set final generated (NAME names the logs).

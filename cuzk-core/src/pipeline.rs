@@ -166,7 +166,10 @@ fn packs_aux(shared: &Shared) -> bool {
 /// upload in the device step is a DMA alone. Any device's buffer serves: they are pinned for
 /// every device. Without one the vector stays on the heap and is staged as before.
 fn pin_packed(shared: &Shared, synth: &mut Synthesized) {
-    let Some(p) = synth.packed_aux.as_mut() else {
+    // CUZK_PIN_AUX=0 keeps it on the heap (staged), for measuring the difference.
+    static OFF: std::sync::LazyLock<bool> =
+        std::sync::LazyLock::new(|| std::env::var("CUZK_PIN_AUX").is_ok_and(|v| v == "0"));
+    let Some(p) = synth.packed_aux.as_mut().filter(|_| !*OFF) else {
         return;
     };
     let lent = shared
