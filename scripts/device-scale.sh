@@ -18,11 +18,12 @@
 #                                        # device from the shape's matrices, then on the host
 #   scripts/device-scale.sh pinned LOG   # gen, then final's bench with the packed aux in pinned
 #                                        # buffers and with CUZK_PIN_AUX=0 (heap, staged)
+#   scripts/device-scale.sh cores LOG    # pinned's benches with RAYON_NUM_THREADS=${THREADS:-14}
 #   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
 set -uo pipefail
-phase=${1:?phase: check | small LOG | gen LOG | prove LOG | levels LOG | pinned LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
+phase=${1:?phase: check | small LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -172,6 +173,13 @@ pinned)
     gen_set
     levels_bench pinned
     CUZK_PIN_AUX=0 levels_bench heap
+    ;;
+cores)
+    # pinned's two benches with synthesis on THREADS (default 14) rayon threads, leaving
+    # the device worker cores of its own
+    gen_set
+    RAYON_NUM_THREADS=${THREADS:-14} levels_bench "pinned${THREADS:-14}"
+    RAYON_NUM_THREADS=${THREADS:-14} CUZK_PIN_AUX=0 levels_bench "heap${THREADS:-14}"
     ;;
 levels)
     # final's bench alone, on the set final generated (NAME names the logs).

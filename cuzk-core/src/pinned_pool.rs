@@ -7,6 +7,12 @@
 //! bus with; all of it inside the device step. A worker that packs into a buffer from here
 //! has made the copy off the device lock, and the step only starts the DMA.
 //!
+//! Measured (H200, 2^27 x 10 partitions, J=2, one call each, docs/h200/pinned/): the upload
+//! fell to 3.8 ms p50 (max 8 ms), but the a, b, c evaluation that follows it rose from 26.7
+//! to 58-66 ms p50, for reasons not found yet (not the cores: the same with synthesis on 14
+//! of 16), and the step came out the same: 1,400.1 against 1,399.6 ms, 1,376.7 against
+//! 1,390.8 with 14 threads. So the synthesis worker uses the pool only with `CUZK_PIN_AUX=1`.
+//!
 //! Page-locking memory per partition does not pay: registering a vector beside a running
 //! step slowed that step's H MSM by 100-170 ms (kernels/NOTES.md, part 3). So buffers are
 //! allocated once, pinned for every context (any device may prove the partition), returned

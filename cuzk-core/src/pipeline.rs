@@ -162,14 +162,15 @@ fn packs_aux(shared: &Shared) -> bool {
     !*OFF && !shared.devices.is_empty() && shared.devices.iter().all(|d| d.backend.takes_packed())
 }
 
-/// A packed aux moved into page-locked memory a device lends (pinned_pool.rs), so that its
-/// upload in the device step is a DMA alone. Any device's buffer serves: they are pinned for
-/// every device. Without one the vector stays on the heap and is staged as before.
+/// With `CUZK_PIN_AUX=1`: a packed aux moved into page-locked memory a device lends
+/// (pinned_pool.rs), so that its upload in the device step is a DMA alone. Any device's
+/// buffer serves: they are pinned for every device. Off by default: on the H200 at 2^27 the
+/// upload fell from 24-32 to 3.8 ms p50 but the a, b, c evaluation right after it rose from
+/// 26.7 to 58-66 ms, and the step came out the same (kernels/NOTES.md, part 5).
 fn pin_packed(shared: &Shared, synth: &mut Synthesized) {
-    // CUZK_PIN_AUX=0 keeps it on the heap (staged), for measuring the difference.
-    static OFF: std::sync::LazyLock<bool> =
-        std::sync::LazyLock::new(|| std::env::var("CUZK_PIN_AUX").is_ok_and(|v| v == "0"));
-    let Some(p) = synth.packed_aux.as_mut().filter(|_| !*OFF) else {
+    static ON: std::sync::LazyLock<bool> =
+        std::sync::LazyLock::new(|| std::env::var("CUZK_PIN_AUX").is_ok_and(|v| v == "1"));
+    let Some(p) = synth.packed_aux.as_mut().filter(|_| *ON) else {
         return;
     };
     let lent = shared
