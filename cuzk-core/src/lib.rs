@@ -6,6 +6,7 @@
 //! and `prove` H polynomial and MSMs through a `backend`; `finalize` assemble, self-verify)
 //! -> results in `record`, awaited through `engine`. A job whose parameter set is not
 //! resident waits for it in `loading`, off the synthesis workers.
+pub mod atomic_file;
 pub mod backend;
 pub mod budget;
 pub mod config;

@@ -277,6 +277,15 @@ async fn critical_job_overtakes_a_full_pipeline_at_every_stage() {
 async fn cancel_a_queued_job_and_bad_input_gets_clear_errors() {
     let mut d = Daemon::start(&["--synthesis-workers", "1", "--max-queued-jobs", "2"]).await;
     let c = &mut d.client;
+    // Its set loaded (generated, on a fresh cache) first: a job whose set is loading is
+    // queued, and with it queued too the queue below would be full one job early.
+    for id in ["synthetic-2^16", "synthetic-2^10"] {
+        c.preload_srs(pb::PreloadSrsRequest {
+            circuit_id: id.into(),
+        })
+        .await
+        .unwrap();
+    }
     // A long job occupies the only synthesis worker: its later partitions stay queued ahead
     // of the jobs below while the device (prove queue of 2) holds the worker back...
     let busy = submit(c, synthetic(16, 6, 1, None)).await;

@@ -125,7 +125,7 @@ pub(super) fn digest(m: &Matrices) -> [u8; 32] {
 /// Write `m` to `path` (through a temporary file renamed into place, so a reader never
 /// sees half a file).
 pub fn write_matrices(m: &Matrices, path: &Path) -> Result<(), FileError> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let tmp = crate::atomic_file::temporary_path(path);
     let result = (|| -> Result<(), FileError> {
         let mut w = BufWriter::new(File::create(&tmp)?);
         write_body(m, &mut w)?;

@@ -76,7 +76,7 @@ impl ParamsFile {
                 path.display()
             ))
         })?;
-        let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+        let tmp = crate::atomic_file::temporary_path(path);
         let file = File::create(&tmp)
             .map_err(|e| Error::Params(format!("creating {}: {e}", tmp.display())))?;
         let (tx, rx) = sync_channel::<Vec<u8>>(QUEUED);

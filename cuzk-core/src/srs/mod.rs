@@ -357,7 +357,7 @@ pub fn write_params_atomic(params: &Parameters<Bls12>, path: &Path) -> Result<()
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::Params(format!("creating {}: {e}", dir.display())))?;
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let tmp = crate::atomic_file::temporary_path(path);
     let io = |e: std::io::Error| Error::Params(format!("writing {}: {e}", tmp.display()));
     let file = File::create(&tmp).map_err(io)?;
     let mut w = BufWriter::new(file);
