@@ -51,18 +51,10 @@ impl<'a> Key<'a> {
         }
     }
 
-    /// Points `from..to` of one of the key's vectors (`host`, of full length `len`) as MSM
-    /// bases: on the host where the host still has them (always the case for the input
-    /// parts), else released bases of that many points.
-    pub fn bases<A>(
-        &self,
-        query: Query,
-        host: &'a [A],
-        len: usize,
-        from: usize,
-        to: usize,
-    ) -> Bases<'a, A> {
-        debug_assert!(from <= to && to <= len);
+    /// Points `from..to` of one of the key's vectors (`host`) as MSM bases: on the host
+    /// where the host still has them (always the case for the input parts), else released
+    /// bases of that many points.
+    pub fn bases<A>(&self, query: Query, host: &'a [A], from: usize, to: usize) -> Bases<'a, A> {
         match host.get(from..to) {
             Some(points) => Bases::new(self.srs_id, query, points),
             None => Bases::released(self.srs_id, query, to - from),

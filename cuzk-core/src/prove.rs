@@ -139,22 +139,19 @@ pub fn prove_with_key(
         lap = now;
     };
 
-    let h = backend.msm_g1_vec(key.bases(Query::H, &params.h, lens.h, 0, lens.h), &h_coeffs)?;
+    let h = backend.msm_g1_vec(key.bases(Query::H, &params.h, 0, lens.h), &h_coeffs)?;
     drop(h_coeffs);
     split(&mut msms.h);
     let aux = match aux {
         Some(aux) => aux,
         None => load_aux()?,
     };
-    let l = backend.msm_g1_vec(key.bases(Query::L, &params.l, lens.l, 0, lens.l), &aux)?;
+    let l = backend.msm_g1_vec(key.bases(Query::L, &params.l, 0, lens.l), &aux)?;
     split(&mut msms.l);
 
     let a_aux = backend.select(&aux, &a_aux_density)?;
-    let a = backend.msm_g1(key.bases(Query::AInput, &params.a, lens.a, 0, n_in), &input)?
-        + backend.msm_g1_vec(
-            key.bases(Query::AAux, &params.a, lens.a, n_in, lens.a),
-            &a_aux,
-        )?;
+    let a = backend.msm_g1(key.bases(Query::AInput, &params.a, 0, n_in), &input)?
+        + backend.msm_g1_vec(key.bases(Query::AAux, &params.a, n_in, lens.a), &a_aux)?;
     drop(a_aux);
     split(&mut msms.a);
 
@@ -162,18 +159,18 @@ pub fn prove_with_key(
     let b_aux = backend.select(&aux, &b_aux_density)?;
     drop(aux);
     let b_g1 = backend.msm_g1(
-        key.bases(Query::BG1Input, &params.b_g1, lens.b_g1, 0, b_in),
+        key.bases(Query::BG1Input, &params.b_g1, 0, b_in),
         &b_in_scalars,
     )? + backend.msm_g1_vec(
-        key.bases(Query::BG1Aux, &params.b_g1, lens.b_g1, b_in, lens.b_g1),
+        key.bases(Query::BG1Aux, &params.b_g1, b_in, lens.b_g1),
         &b_aux,
     )?;
     split(&mut msms.b_g1);
     let b_g2 = backend.msm_g2(
-        key.bases(Query::BG2Input, &params.b_g2, lens.b_g2, 0, b_in),
+        key.bases(Query::BG2Input, &params.b_g2, 0, b_in),
         &b_in_scalars,
     )? + backend.msm_g2_vec(
-        key.bases(Query::BG2Aux, &params.b_g2, lens.b_g2, b_in, lens.b_g2),
+        key.bases(Query::BG2Aux, &params.b_g2, b_in, lens.b_g2),
         &b_aux,
     )?;
     split(&mut msms.b_g2);
