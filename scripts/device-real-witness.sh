@@ -15,6 +15,8 @@
 #   scripts/device-real-witness.sh abc-final  # params + vectors if missing; abc-check; a
 #                                             # WinningPoSt probe under PoRep load, a/b/c on
 #                                             # the device
+#   scripts/device-real-witness.sh stages     # params; the PoRep J=24 sweep with the MSM sort
+#                                             # in stages, then in series; the probe
 #   scripts/device-real-witness.sh packed     # params; the PoRep J=24 sweep with the aux
 #                                             # packed, then plain (CUZK_PACK_AUX=0)
 #   scripts/device-real-witness.sh pools      # NTT/H tests and figures; params (vectors from
@@ -107,6 +109,24 @@ pools)
         --manifest-dir "$W/vec" --log "$OUT/probe-daemon.log" --daemon-arg=--backend=cuda \
         --daemon-arg=--param-dir="$W/params" --daemon-arg=--synthesis-workers=8
     tail -12 "$OUT/probe.log"
+    ;;
+stages)
+    # Real 2 KiB PoRep through the daemon with the MSM sort in stages beside the
+    # accumulation (the default) and in series (CUZK_MSM_STAGES=1), then the WinningPoSt
+    # probe under PoRep load; same binaries, sectors and parameters.
+    [[ -s $W/vec/porep.json ]] || step vectors 120 "$B/cuzk-client" gen-vanilla all \
+        --sector-size 2KiB --out "$W/vec"
+    step params 330 "$B/cuzk-client" params generate --sector-size 2KiB --dir "$W/params"
+    abc_bench staged
+    CUZK_MSM_STAGES=1 abc_bench serial
+    step probe 200 "$B/cuzk-client" bench --spawn --load porep:16 --probe winning:60 \
+        --manifest-dir "$W/vec" --log "$OUT/probe-daemon.log" --daemon-arg=--backend=cuda \
+        --daemon-arg=--param-dir="$W/params" --daemon-arg=--synthesis-workers=8
+    tail -12 "$OUT/probe.log"
+    for r in staged serial; do
+        echo "== $r"
+        grep -h -E "NTT_END|GPU_END" "$OUT/bench-abc-$r.log" | tail -4
+    done
     ;;
 packed)
     # Real 2 KiB PoRep through the daemon with the aux packed for the bus (the default) and

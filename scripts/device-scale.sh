@@ -19,11 +19,13 @@
 #   scripts/device-scale.sh pinned LOG   # gen, then final's bench with the packed aux in pinned
 #                                        # buffers and with CUZK_PIN_AUX=0 (heap, staged)
 #   scripts/device-scale.sh cores LOG    # pinned's benches with RAYON_NUM_THREADS=${THREADS:-14}
+#   scripts/device-scale.sh stages LOG   # MSM tests, gen, final's bench with the sort in stages
+#                                        # (default) and in series (CUZK_MSM_STAGES=1)
 #   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
 set -uo pipefail
-phase=${1:?phase: check | small LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
+phase=${1:?phase: check | small LOG | stages LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -180,6 +182,23 @@ cores)
     gen_set
     RAYON_NUM_THREADS=${THREADS:-14} levels_bench "pinned${THREADS:-14}"
     RAYON_NUM_THREADS=${THREADS:-14} CUZK_PIN_AUX=0 levels_bench "heap${THREADS:-14}"
+    ;;
+stages)
+    # The MSM tests (count passes forced per set too: the stages split them), cuda_master
+    # and cuda_abc; then gen, and final's bench with the sort in stages beside the
+    # accumulation (the default) and in series (CUZK_MSM_STAGES=1), in one call.
+    for t in cuda_msm cuda_msm_bits; do
+        [[ -x $B/$t ]] && step "$t" 150 env CUZK_MSM_TEST_MAX_LOG=16 "$B/$t" --test-threads=4
+    done
+    [[ -x $B/cuda_msm ]] && step cuda_msm-count1 150 env CUZK_MSM_COUNT_BYTES=1 \
+        CUZK_MSM_TEST_MAX_LOG=16 "$B/cuda_msm" --test-threads=4
+    for t in cuda_master cuda_abc; do
+        [[ -x $B/$t ]] && step "$t" 120 "$B/$t" --test-threads=4
+    done
+    grep -h -E "^test |test result|panicked" "$OUT"/cuda_*.log | tail -40
+    gen_set
+    levels_bench staged
+    CUZK_MSM_STAGES=1 levels_bench serial
     ;;
 levels)
     # final's bench alone, on the set final generated (NAME names the logs).

@@ -15,6 +15,14 @@ jobs="${CARGO_BUILD_JOBS:-2}"
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 cargo fmt --all -- --check
+# The field arithmetic of the kernels, compiled for the host (no GPU): the integer Fp products
+# and the FP64 one (kernels/bench/*_host_check.cpp) against CIOS, exact or a failure.
+checks="$(mktemp -d)"
+for c in fp_host_check fpd_host_check; do
+    g++ -O2 -std=c++17 "kernels/bench/$c.cpp" -o "$checks/$c"
+    "$checks/$c" | tail -1
+done
+rm -rf "$checks"
 cargo test --workspace -j"$jobs" --no-fail-fast 2>&1 | tee "${CUZK_TEST_LOG:-/tmp/cuzk-test.log}"
 if [[ -x scripts/check-waterfall.sh ]] || [[ -f scripts/check-waterfall.sh ]]; then
     bash scripts/check-waterfall.sh

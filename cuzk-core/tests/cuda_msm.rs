@@ -546,3 +546,54 @@ fn device_density_selection_matches_host() {
         );
     }
 }
+
+/// Scalars on the device run the sort in stages of bucket sets, each stage's sort on the
+/// side stream beside the accumulation of the one before (kernels msm/stages.rs; by default
+/// from 2^24 points, forced here with CUZK_MSM_STAGES): folded bases in three copies
+/// (several sets), plain bases (a set per window) and folded with every copy (one set, one
+/// stage), on random scalars and on scalars whose digits leave whole stages empty (zeros;
+/// one high window only; every scalar equal).
+#[test]
+fn device_scalars_in_sort_stages_match_cpu() {
+    let Some(dev) = device() else { return };
+    // See chunked_msm_matches_cpu: the variable is read per call, and a stage count changes
+    // no result, only the order of the work.
+    std::env::set_var("CUZK_MSM_STAGES", "3");
+    let mut rng = fresh_rng();
+    let n = (1 << 14) + 3;
+    let p1 = random_points::<G1Projective>(n, &mut rng).affine;
+    let p2 = random_points::<G2Projective>(n, &mut rng).affine;
+    let three1 =
+        DeviceBases::<G1>::upload_folded(&dev, &p1, 3 * std::mem::size_of_val(&p1[..])).unwrap();
+    let three2 =
+        DeviceBases::<G2>::upload_folded(&dev, &p2, 3 * std::mem::size_of_val(&p2[..])).unwrap();
+    let all1 = DeviceBases::<G1>::upload_folded(&dev, &p1, usize::MAX).unwrap();
+    assert!(three1.fold().is_some() && three2.fold().is_some() && all1.fold().is_some());
+    let high = Scalar::from(3u64) * Scalar::from(2u64).pow_vartime([250u64]);
+    let cases: Vec<(&str, Vec<Scalar>)> = vec![
+        ("random", random_scalars(n, &mut rng)),
+        ("zeros", vec![Scalar::ZERO; n]),
+        ("high window only", vec![high; n]),
+        ("equal", vec![Scalar::from(0xdead_beef_u64); n]),
+        ("short", random_scalars(n - 7, &mut rng)),
+    ];
+    for (what, s) in cases {
+        let on_dev = DeviceScalars::upload(&dev, cuda::as_limbs(&s)).unwrap();
+        let want1 = G1Projective::cpu(&p1[..s.len()], &s).aff();
+        let want2 = G2Projective::cpu(&p2[..s.len()], &s).aff();
+        let got = [
+            kmsm::msm_g1_device_scalars(&dev, Bases::Device(&three1), &on_dev).unwrap(),
+            kmsm::msm_g1_device_scalars(&dev, Bases::Device(&all1), &on_dev).unwrap(),
+            kmsm::msm_g1_device_scalars(&dev, Bases::Host(&p1), &on_dev).unwrap(),
+        ];
+        for (g, path) in got.iter().zip(["three copies", "every copy", "plain"]) {
+            assert_eq!(g.to_affine(), want1, "G1 {what}, {path}");
+        }
+        let g2 = kmsm::msm_g2_device_scalars(&dev, Bases::Device(&three2), &on_dev).unwrap();
+        assert_eq!(g2.to_affine(), want2, "G2 {what}, three copies");
+        // The vector is left as it was (the stages convert their own copy).
+        assert_eq!(on_dev.download(&dev).unwrap(), cuda::as_limbs(&s), "{what}");
+        println!("stages, {what}: G1 (three paths) and G2 identical to the CPU");
+    }
+    std::env::remove_var("CUZK_MSM_STAGES");
+}

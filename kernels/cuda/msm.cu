@@ -35,14 +35,15 @@ __global__ void msm_expand_scalars(uint32_t n, const packed_word* words, const u
 
 __global__ void msm_count_digits(uint32_t* scalars, msm_layout lay, uint32_t first,
                                  uint32_t count, uint32_t* counts, uint32_t convert,
-                                 uint32_t set_lo, uint32_t set_hi) {
-    count_digits(scalars, lay, first, count, counts, convert, set_lo, set_hi);
+                                 uint32_t set_lo, uint32_t set_hi, uint32_t set_base) {
+    count_digits(scalars, lay, first, count, counts, convert, set_lo, set_hi, set_base);
 }
 
 __global__ void __launch_bounds__(PART_BLOCK) msm_partition_digits(
     const uint32_t* scalars, msm_layout lay, uint32_t pshift, uint32_t nparts,
-    const uint32_t* offsets, uint32_t* part_fill, uint2* staged) {
-    partition_digits(scalars, lay, pshift, nparts, offsets, part_fill, staged);
+    const uint32_t* offsets, uint32_t* part_fill, uint2* staged, uint32_t set_lo,
+    uint32_t set_hi) {
+    partition_digits(scalars, lay, pshift, nparts, offsets, part_fill, staged, set_lo, set_hi);
 }
 
 __global__ void msm_place_digits(const uint2* staged, uint32_t total, const uint32_t* offsets,

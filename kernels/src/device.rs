@@ -21,7 +21,8 @@ pub struct GpuInfo {
 }
 
 /// A CUDA device opened for work: the primary context, a compute stream, a copy stream
-/// (so that uploads overlap kernels), and a cache of loaded modules.
+/// (so that uploads overlap kernels), a side stream (kernels that overlap the compute
+/// stream's inside one call), and a cache of loaded modules.
 ///
 /// Callers serialise work on one device through the engine's per-device mutex; the inner
 /// caches are locked anyway so that a `GpuDevice` is safely `Sync`.
@@ -31,6 +32,7 @@ pub struct GpuDevice {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     copy_stream: Arc<CudaStream>,
+    side_stream: Arc<CudaStream>,
     modules: Mutex<HashMap<String, Arc<CudaModule>>>,
     pub(crate) ntt: Mutex<NttState>,
 }
@@ -71,12 +73,14 @@ impl GpuDevice {
         let name = ctx.name()?;
         let stream = ctx.new_stream()?;
         let copy_stream = ctx.new_stream()?;
+        let side_stream = ctx.new_stream()?;
         let dev = GpuDevice {
             ordinal,
             name,
             ctx,
             stream,
             copy_stream,
+            side_stream,
             modules: Mutex::new(HashMap::new()),
             ntt: Mutex::new(NttState::default()),
         };
@@ -211,6 +215,13 @@ impl GpuDevice {
         &self.copy_stream
     }
 
+    /// A third stream, for kernels that run beside the compute stream's within one call:
+    /// the MSM sorts its next bucket sets here while the compute stream accumulates the
+    /// last ones (msm/stages.rs).
+    pub fn side_stream(&self) -> &Arc<CudaStream> {
+        &self.side_stream
+    }
+
     /// The embedded module `name` (fatbin of `cuda/<name>.cu`), loaded once per device.
     pub fn module(&self, name: &str) -> Result<Arc<CudaModule>> {
         let mut modules = lock(&self.modules);
@@ -230,10 +241,11 @@ impl GpuDevice {
         Ok(module)
     }
 
-    /// Blocks until all work on both streams is done, returning the first error.
+    /// Blocks until all work on every stream is done, returning the first error.
     pub fn synchronize(&self) -> Result<()> {
         self.stream.synchronize()?;
         self.copy_stream.synchronize()?;
+        self.side_stream.synchronize()?;
         Ok(())
     }
 

@@ -60,12 +60,14 @@ __device__ __forceinline__ void for_each_digit(const uint32_t s[8], const msm_la
 
 // Scalars [first, first + count) (one slice of the upload): Montgomery -> canonical in
 // place if `convert` (the partition pass reads them again), then one count per nonzero
-// digit that falls in bucket sets [set_lo, set_hi). Counting the sets in several passes
-// keeps each pass's counters within L2: a 2^27 MSM on folded bases (3 sets of 2^23 buckets,
-// 100 MB of counters) counted in 71 ms in one pass, where 13 sets of 2^19 took 27 ms.
+// digit that falls in bucket sets [set_lo, set_hi), into counts[bucket - set_base's first
+// bucket] (a stage's own counters; 0 for one array over every set). Counting the sets in
+// several passes keeps each pass's counters within L2: a 2^27 MSM on folded bases (3 sets of
+// 2^23 buckets, 100 MB of counters) counted in 71 ms in one pass, where 13 sets of 2^19
+// took 27 ms.
 __device__ __forceinline__ void count_digits(uint32_t* scalars, msm_layout lay, uint32_t first,
                                              uint32_t count, uint32_t* counts, uint32_t convert,
-                                             uint32_t set_lo, uint32_t set_hi) {
+                                             uint32_t set_lo, uint32_t set_hi, uint32_t set_base) {
     const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= count) return;
     const uint32_t i = first + k;
@@ -76,30 +78,37 @@ __device__ __forceinline__ void count_digits(uint32_t* scalars, msm_layout lay, 
         store_scalar(scalars, i, s);
     }
     const uint32_t lo = set_lo * lay.buckets_per_window, hi = set_hi * lay.buckets_per_window;
+    const uint32_t base = set_base * lay.buckets_per_window;
     for_each_digit(s, lay, i, [&](uint32_t b, uint32_t) {
-        if (b >= lo && b < hi) atomicAdd(&counts[b], 1u);
+        if (b >= lo && b < hi) atomicAdd(&counts[b - base], 1u);
     });
 }
 
 #define PART_BLOCK 512
 #define MAX_PARTS 512
 
-// First pass: one block per PART_BLOCK scalars. part_fill (zeroed, one per partition) hands
-// out runs of each partition's region; staged gets (bucket, entry) pairs.
+// First pass: one block per PART_BLOCK scalars. Only the digits of bucket sets
+// [set_lo, set_hi) (one stage of the sort) are taken, their buckets numbered from the
+// stage's first: offsets, part_fill (zeroed, one per partition; it hands out runs of each
+// partition's region) and the (bucket, entry) pairs in staged are the stage's own.
 __device__ __forceinline__ void partition_digits(const uint32_t* scalars, msm_layout lay,
                                                  uint32_t pshift, uint32_t nparts,
                                                  const uint32_t* offsets, uint32_t* part_fill,
-                                                 uint2* staged) {
+                                                 uint2* staged, uint32_t set_lo,
+                                                 uint32_t set_hi) {
     __shared__ uint32_t hist[MAX_PARTS];
     __shared__ uint32_t cursor[MAX_PARTS];
     for (uint32_t p = threadIdx.x; p < nparts; p += blockDim.x) hist[p] = 0;
     __syncthreads();
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     const bool have = i < lay.n;
+    const uint32_t lo = set_lo * lay.buckets_per_window, hi = set_hi * lay.buckets_per_window;
     uint32_t s[8];
     if (have) {
         load_scalar(scalars, i, s);
-        for_each_digit(s, lay, i, [&](uint32_t b, uint32_t) { atomicAdd(&hist[b >> pshift], 1u); });
+        for_each_digit(s, lay, i, [&](uint32_t b, uint32_t) {
+            if (b >= lo && b < hi) atomicAdd(&hist[(b - lo) >> pshift], 1u);
+        });
     }
     __syncthreads();
     for (uint32_t p = threadIdx.x; p < nparts; p += blockDim.x)
@@ -107,7 +116,8 @@ __device__ __forceinline__ void partition_digits(const uint32_t* scalars, msm_la
     __syncthreads();
     if (have)
         for_each_digit(s, lay, i, [&](uint32_t b, uint32_t e) {
-            staged[atomicAdd(&cursor[b >> pshift], 1u)] = make_uint2(b, e);
+            if (b >= lo && b < hi)
+                staged[atomicAdd(&cursor[(b - lo) >> pshift], 1u)] = make_uint2(b - lo, e);
         });
 }
 

@@ -20,7 +20,7 @@ pub(super) fn join_heads<G: MsmGroup>(
     keys: CudaSlice<u32>,
     vals: CudaSlice<u64>,
     segments: u32,
-    buckets: &mut CudaSlice<u64>,
+    buckets: &mut CudaViewMut<'_, u64>,
 ) -> Result<()> {
     let cap = 2 * segments.div_ceil(JOIN_GROUP) as usize;
     let (mut kin, mut vin) = (keys, vals);

@@ -29,8 +29,8 @@ use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::{
-    result, sys, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig,
-    PushKernelArg,
+    result, sys, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DeviceRepr,
+    LaunchConfig, PushKernelArg,
 };
 
 use crate::device::GpuDevice;
@@ -43,6 +43,7 @@ mod buckets;
 mod plan;
 mod scan;
 mod select;
+mod stages;
 
 use bases::*;
 pub use bases::{plan_fold, DeviceBases, Fold};
@@ -52,6 +53,7 @@ pub use plan::window_bits;
 use plan::*;
 use scan::exclusive_scan;
 pub use select::{select_scalars, upload_packed, upload_packed_pinned, PackedParts, PackedWord};
+use stages::*;
 
 /// Buckets per reduction segment: each level divides the points left by this. A power of
 /// two, so that the host multiplies by it with doublings. The reduction is bound by its
@@ -439,119 +441,73 @@ fn msm_chunk<G: MsmGroup>(
 
     // 1. Scalars through part 1's pinned double-buffered staging (about 3x a pageable copy
     // here); as each piece lands, the device makes its scalars canonical and counts their
-    // digits per bucket while the host stages the next piece.
-    // Device scalars are copied (device to device) and counted in one launch: the kernels
-    // make their copy canonical in place, the caller's vector stays as it was.
-    let mut counts = stream.alloc_zeros::<u32>(nb as usize)?;
-    let count_digits = |sc: u64,
-                        first: usize,
-                        count: usize,
-                        counts: &mut CudaSlice<u32>,
-                        sets_range: std::ops::Range<u32>|
-     -> Result<()> {
-        let (first, count) = (first as u32, count as u32);
-        // The first pass over the scalars makes them canonical.
-        let convert = u32::from(sets_range.start == 0);
-        unsafe {
-            stream
-                .launch_builder(&k.count)
-                .arg(&sc)
-                .arg(&lay)
-                .arg(&first)
-                .arg(&count)
-                .arg(counts)
-                .arg(&convert)
-                .arg(&sets_range.start)
-                .arg(&sets_range.end)
-                .launch(grid(count, 256))?;
-        }
-        Ok(())
-    };
+    // digits per bucket while the host stages the next piece. Device scalars are copied
+    // (device to device): the kernels make their copy canonical in place, the caller's
+    // vector stays as it was.
+    // 2-3. Sort and bucket sums (stages.rs): host scalars in one stage on the compute
+    // stream (counted already); device scalars in stages whose sorts run on the side stream,
+    // each beside the accumulation of the stage before.
     let sc_buf = DeviceScalars::alloc(dev, n)?;
     let sc = sc_buf.device_ptr();
+    let mut buckets = stream.alloc_zeros::<u64>(nb as usize * G::XYZZ_U64)?;
     match scalars {
         Scalars::Host(host) => {
+            let mut counts = stream.alloc_zeros::<u32>(nb as usize)?;
             dev.ntt_state()
                 .upload_staged_each(dev, scalar_limbs(host), sc, |first, count| {
-                    count_digits(sc, first, count, &mut counts, 0..sets)
+                    let (first, count) = (first as u32, count as u32);
+                    unsafe {
+                        stream
+                            .launch_builder(&k.count)
+                            .arg(&sc)
+                            .arg(&lay)
+                            .arg(&first)
+                            .arg(&count)
+                            .arg(&mut counts)
+                            .arg(&1u32)
+                            .arg(&0u32)
+                            .arg(&sets)
+                            .arg(&0u32)
+                            .launch(grid(count, 256))?;
+                    }
+                    Ok(())
                 })?;
+            prof.mark("upload+count")?;
+            let stage = sort_stage(dev, k, stream, sc, &lay, 0..sets, Counts::Given(counts))?;
+            prof.mark("sort")?;
+            accumulate_stage::<G>(dev, k, stream, points, m, &stage, &mut buckets)?;
+            prof.mark("accumulate")?;
         }
         Scalars::Device(d) => {
             let src = d.device_ptr() + (offset * ELEM_BYTES) as u64;
             // SAFETY: both ranges lie inside their allocations (offset + n <= d.len()).
             unsafe { result::memcpy_dtod_async(sc, src, n * ELEM_BYTES, stream.cu_stream()) }?;
-            // In passes of a few sets where all the counters would not fit in L2.
-            let per_pass = sets_per_count_pass(dev, m)?;
-            for lo in (0..sets).step_by(per_pass as usize) {
-                count_digits(sc, 0, n, &mut counts, lo..(lo + per_pass).min(sets))?;
+            let side = dev.side_stream();
+            side.join(stream)?;
+            // On every way out, errors included: the compute stream frees the scalars'
+            // buffer and the buckets, which the side stream's queued kernels may still use.
+            let _joined = JoinOnDrop { stream, side };
+            let stages = stage_sets(sets, n);
+            let mut convert = true;
+            let mut sort = |range: std::ops::Range<u32>| {
+                let counts = Counts::Count {
+                    convert: std::mem::take(&mut convert),
+                };
+                sort_stage(dev, k, side, sc, &lay, range, counts)
+            };
+            let mut stage = sort(stages[0].clone())?;
+            for i in 0..stages.len() {
+                // This stage's accumulation is queued before the next stage's sort, whose
+                // scan the host waits for: the compute stream is never left idle meanwhile.
+                accumulate_stage::<G>(dev, k, stream, points, m, &stage, &mut buckets)?;
+                if let Some(range) = stages.get(i + 1) {
+                    stage = sort(range.clone())?;
+                }
+                prof.mark(&format!("stage{i}"))?;
             }
         }
     }
-    prof.mark("upload+count")?;
-
-    // 2. Bucket offsets (scan), then point indices sorted into bucket order.
-    let n32 = n as u32;
-    let offsets = exclusive_scan(stream, k, &counts, nb)?;
-    let entries = stream.clone_dtoh(&offsets.slice(nb as usize..))?[0];
-    prof.mark("scan")?;
-    let (pshift, nparts) = partitions(nb);
-    let mut part_fill = stream.alloc_zeros::<u32>(nparts as usize)?;
-    let mut staged = unsafe { stream.alloc::<u64>(entries.max(1) as usize) }?;
-    let mut sorted = unsafe { stream.alloc::<u32>(entries.max(1) as usize) }?;
-    unsafe {
-        stream
-            .launch_builder(&k.partition)
-            .arg(&sc)
-            .arg(&lay)
-            .arg(&pshift)
-            .arg(&nparts)
-            .arg(&offsets)
-            .arg(&mut part_fill)
-            .arg(&mut staged)
-            .launch(grid(n32, PART_BLOCK))?;
-    }
-    prof.mark("partition")?;
-    unsafe {
-        stream
-            .launch_builder(&k.place)
-            .arg(&staged)
-            .arg(&entries)
-            .arg(&offsets)
-            .arg(&mut counts)
-            .arg(&mut sorted)
-            .launch(grid(entries, 256))?;
-    }
-    drop((counts, part_fill, staged, sc_buf));
-    prof.mark("place")?;
-
-    // 3. Bucket sums.
-    let xyzz = G::XYZZ_U64;
-    let mut buckets = stream.alloc_zeros::<u64>(nb as usize * xyzz)?;
-    let segments = accumulate_segments(dev, k, entries)?;
-    let seg_len = entries.div_ceil(segments).max(1);
-    let segments = entries.div_ceil(seg_len).max(1);
-    let mut head_sum = unsafe { stream.alloc::<u64>(segments as usize * xyzz) }?;
-    let mut head_bucket = stream.alloc_zeros::<u32>(segments as usize)?;
-    if entries > 0 {
-        unsafe {
-            stream
-                .launch_builder(&k.accumulate)
-                .arg(&points)
-                .arg(&sorted)
-                .arg(&offsets)
-                .arg(&nb)
-                .arg(&entries)
-                .arg(&seg_len)
-                .arg(&mut buckets)
-                .arg(&mut head_sum)
-                .arg(&mut head_bucket)
-                .launch(grid(segments, ACCUMULATE_BLOCK))?;
-        }
-        prof.mark("accumulate")?;
-        join_heads::<G>(stream, k, head_bucket, head_sum, segments, &mut buckets)?;
-        prof.mark("join")?;
-    }
-    drop((sorted, offsets));
+    drop(sc_buf);
 
     // 4. Per-set reduction, level by level; each level leaves one point per set.
     let level_sums = reduce_windows::<G>(stream, k, buckets, m, sets, &mut prof)?;

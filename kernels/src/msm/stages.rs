@@ -1,0 +1,214 @@
+//! Steps 2 and 3 of an MSM chunk (sort, then bucket sums) by stages of bucket sets, so that
+//! sorting one stage runs beside the accumulation of the one before.
+//!
+//! The two phases are bound by different parts of the GPU: the sort (count, scan, partition,
+//! place) by atomics and memory, the accumulation by the integer multiplier (kernels/NOTES.md,
+//! "The 2^27 step"). The accumulation kernel leaves room on every SM (two blocks of 128
+//! threads at 184 registers), so the next stage's sort kernels, launched on the device's
+//! side stream, fill it. In the 2^27 H MSM (folded bases, three sets of 2^23 buckets) the
+//! sort was ~200 of ~940 ms profiled, all of it in series with the accumulation before this.
+//!
+//! Each stage has its own counters, offsets and sorted list (bucket numbers counted from the
+//! stage's first), so no buffer is shared between the streams: cudarc's event tracking then
+//! orders each stage's accumulation after its sort, and frees a stage's lists only after the
+//! accumulation that read them, with no false dependency between stages.
+
+use super::*;
+
+/// Stages per MSM of at least [`STAGE_MIN_POINTS`] scalars on the device. Each stage's
+/// partition pass reads every scalar again (~1 ms per 2^27 scalars), and the first stage's
+/// sort is not hidden.
+const STAGES: u32 = 3;
+
+/// Below this, one stage (the sort, then the accumulation, in series): a small MSM's kernels
+/// do not fill the device, and each stage adds a wait for its offsets. Measured on the H200
+/// (kernels/NOTES.md, "The 2^27 step, part 6"): three stages took the 2^27 H MSM from 842 to
+/// 809 ms, but a real 2 KiB PoRep partition's device step from 74.5 to 93 ms.
+const STAGE_MIN_POINTS: usize = 1 << 24;
+
+/// The bucket sets of each stage for an MSM of `n` points: `sets` split into at most
+/// `CUZK_MSM_STAGES` (which overrides the size rule; 1 runs every MSM in series) ranges,
+/// consecutive and as even as possible.
+pub(super) fn stage_sets(sets: u32, n: usize) -> Vec<std::ops::Range<u32>> {
+    let want = std::env::var("CUZK_MSM_STAGES")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(if n >= STAGE_MIN_POINTS { STAGES } else { 1 });
+    split_sets(sets, want)
+}
+
+fn split_sets(sets: u32, want: u32) -> Vec<std::ops::Range<u32>> {
+    let stages = want.clamp(1, sets.max(1));
+    (0..stages)
+        .map(|i| (i * sets / stages)..((i + 1) * sets / stages))
+        .collect()
+}
+
+/// Makes `stream` wait for everything queued on `side` so far, when dropped.
+pub(super) struct JoinOnDrop<'a> {
+    pub(super) stream: &'a Arc<CudaStream>,
+    pub(super) side: &'a Arc<CudaStream>,
+}
+
+impl Drop for JoinOnDrop<'_> {
+    fn drop(&mut self) {
+        // An error here leaves the context broken, and the next call reports it.
+        let _ = self.stream.join(self.side);
+    }
+}
+
+/// One stage's sort: `offsets` (its buckets + 1 entries, from 0), the sorted point entries.
+pub(super) struct SortedStage {
+    sets: std::ops::Range<u32>,
+    offsets: CudaSlice<u32>,
+    sorted: CudaSlice<u32>,
+    entries: u32,
+}
+
+/// Where a stage's counts come from.
+pub(super) enum Counts {
+    /// Already counted (as the host's scalars were uploaded), for these sets.
+    Given(CudaSlice<u32>),
+    /// Counted here, in passes of the sets whose counters fit in L2; `convert` makes the
+    /// scalars canonical in the first pass (the first stage's).
+    Count { convert: bool },
+}
+
+/// Sorts the entries of bucket sets `sets` on `stream`: counts (unless given), offsets, the
+/// two passes of cuda/msm/sort.cuh. Returns once the offsets' total is known; the partition
+/// and place passes are queued.
+pub(super) fn sort_stage(
+    dev: &GpuDevice,
+    k: &Kernels,
+    stream: &Arc<CudaStream>,
+    sc: u64,
+    lay: &MsmLayout,
+    sets: std::ops::Range<u32>,
+    counts: Counts,
+) -> Result<SortedStage> {
+    let m = lay.buckets_per_window;
+    let nbs = (sets.end - sets.start) * m;
+    let mut counts = match counts {
+        Counts::Given(c) => c,
+        Counts::Count { convert } => {
+            let mut counts = stream.alloc_zeros::<u32>(nbs as usize)?;
+            let per_pass = sets_per_count_pass(dev, m)?;
+            let mut convert = u32::from(convert);
+            for lo in sets.clone().step_by(per_pass as usize) {
+                let hi = (lo + per_pass).min(sets.end);
+                unsafe {
+                    stream
+                        .launch_builder(&k.count)
+                        .arg(&sc)
+                        .arg(lay)
+                        .arg(&0u32)
+                        .arg(&lay.n)
+                        .arg(&mut counts)
+                        .arg(&convert)
+                        .arg(&lo)
+                        .arg(&hi)
+                        .arg(&sets.start)
+                        .launch(grid(lay.n, 256))?;
+                }
+                convert = 0;
+            }
+            counts
+        }
+    };
+    let offsets = exclusive_scan(stream, k, &counts, nbs)?;
+    let entries = stream.clone_dtoh(&offsets.slice(nbs as usize..))?[0];
+    let (pshift, nparts) = partitions(nbs);
+    let mut part_fill = stream.alloc_zeros::<u32>(nparts as usize)?;
+    let mut staged = unsafe { stream.alloc::<u64>(entries.max(1) as usize) }?;
+    let mut sorted = unsafe { stream.alloc::<u32>(entries.max(1) as usize) }?;
+    unsafe {
+        stream
+            .launch_builder(&k.partition)
+            .arg(&sc)
+            .arg(lay)
+            .arg(&pshift)
+            .arg(&nparts)
+            .arg(&offsets)
+            .arg(&mut part_fill)
+            .arg(&mut staged)
+            .arg(&sets.start)
+            .arg(&sets.end)
+            .launch(grid(lay.n, PART_BLOCK))?;
+        stream
+            .launch_builder(&k.place)
+            .arg(&staged)
+            .arg(&entries)
+            .arg(&offsets)
+            .arg(&mut counts)
+            .arg(&mut sorted)
+            .launch(grid(entries, 256))?;
+    }
+    Ok(SortedStage {
+        sets,
+        offsets,
+        sorted,
+        entries,
+    })
+}
+
+/// Bucket sums of one sorted stage into its sets' part of `buckets`, on `stream`: equal
+/// segments of the sorted list, then the heads joined (buckets.rs).
+pub(super) fn accumulate_stage<G: MsmGroup>(
+    dev: &GpuDevice,
+    k: &Kernels,
+    stream: &Arc<CudaStream>,
+    points: u64,
+    m: u32,
+    stage: &SortedStage,
+    buckets: &mut CudaSlice<u64>,
+) -> Result<()> {
+    let entries = stage.entries;
+    if entries == 0 {
+        return Ok(());
+    }
+    let xyzz = G::XYZZ_U64;
+    let nbs = (stage.sets.end - stage.sets.start) * m;
+    let first = stage.sets.start as usize * m as usize * xyzz;
+    let mut view = buckets.slice_mut(first..first + nbs as usize * xyzz);
+    let segments = accumulate_segments(dev, k, entries)?;
+    let seg_len = entries.div_ceil(segments).max(1);
+    let segments = entries.div_ceil(seg_len).max(1);
+    let mut head_sum = unsafe { stream.alloc::<u64>(segments as usize * xyzz) }?;
+    let mut head_bucket = stream.alloc_zeros::<u32>(segments as usize)?;
+    unsafe {
+        stream
+            .launch_builder(&k.accumulate)
+            .arg(&points)
+            .arg(&stage.sorted)
+            .arg(&stage.offsets)
+            .arg(&nbs)
+            .arg(&entries)
+            .arg(&seg_len)
+            .arg(&mut view)
+            .arg(&mut head_sum)
+            .arg(&mut head_bucket)
+            .launch(grid(segments, ACCUMULATE_BLOCK))?;
+    }
+    join_heads::<G>(stream, k, head_bucket, head_sum, segments, &mut view)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_cover_every_set_once_in_order() {
+        for sets in [1u32, 2, 3, 4, 11, 13] {
+            for want in [0u32, 1, 2, 3, 5, 20] {
+                let st = split_sets(sets, want);
+                assert_eq!(st.len() as u32, want.clamp(1, sets));
+                assert_eq!(st[0].start, 0);
+                assert_eq!(st.last().unwrap().end, sets);
+                for w in st.windows(2) {
+                    assert_eq!(w[0].end, w[1].start);
+                }
+                assert!(st.iter().all(|r| r.end > r.start), "{sets} {want} {st:?}");
+            }
+        }
+    }
+}
