@@ -21,6 +21,7 @@
 #   scripts/device-scale.sh cores LOG    # pinned's benches with RAYON_NUM_THREADS=${THREADS:-14}
 #   scripts/device-scale.sh stages LOG   # MSM tests, gen, final's bench with the sort in stages
 #                                        # (default) and in series (CUZK_MSM_STAGES=1)
+#   scripts/device-scale.sh profile LOG  # gen, final's bench profiled in stages and in series
 #   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
@@ -199,6 +200,22 @@ stages)
     gen_set
     levels_bench staged
     CUZK_MSM_STAGES=1 levels_bench serial
+    ;;
+profile)
+    # gen, then final's bench with CUZK_MSM_PROFILE=1 (phases synchronised, ~5% slower) in
+    # stages and in series; the H MSMs' phase medians from both daemon logs.
+    gen_set
+    CUZK_MSM_PROFILE=1 levels_bench prof-staged
+    CUZK_MSM_PROFILE=1 CUZK_MSM_STAGES=1 levels_bench prof-serial
+    for r in staged serial; do
+        echo "== $r: H MSM phases (ms), median over the run"
+        grep -h "MSM_PROFILE G1 n=134217727" "$OUT/daemon-prof-$r-$log.log" | tr ' ' '\n' |
+            awk -F= 'NF == 2 && $2 ~ /^[0-9.]+$/ { v[$1] = v[$1] " " $2 }
+                END { for (k in v) print k, v[k] }' | while read -r k vals; do
+            printf '%s\n' $vals | sort -n | awk -v k="$k" '{ a[NR] = $1 }
+                END { printf "  %-14s %8.1f  (%d)\n", k, a[int((NR + 1) / 2)], NR }'
+        done
+    done
     ;;
 levels)
     # final's bench alone, on the set final generated (NAME names the logs).

@@ -10,14 +10,7 @@
 
 #include "../cuda/field/fp.cuh"
 
-#define CK(x)                                                                               \
-    do {                                                                                    \
-        cudaError_t e_ = (x);                                                               \
-        if (e_ != cudaSuccess) {                                                            \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                        \
-        }                                                                                   \
-    } while (0)
+#include "cuda_check.cuh"
 
 constexpr int ITERS = 4096;
 

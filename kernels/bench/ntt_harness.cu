@@ -21,14 +21,7 @@
 
 #include "../cuda/ntt.cu"
 
-#define CK(x)                                                                               \
-    do {                                                                                    \
-        cudaError_t e_ = (x);                                                               \
-        if (e_ != cudaSuccess) {                                                            \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                        \
-        }                                                                                   \
-    } while (0)
+#include "cuda_check.cuh"
 
 // BLS12-381 Fr: the 2^32-th root of unity 7^((r-1)/2^32) and the generator 7, Montgomery.
 static const uint32_t ROOT32[8] = {0x5f0e466a, 0xb9b58d8c, 0x1819d7ec, 0x5b1b4c80,
