@@ -484,8 +484,9 @@ fn msm_chunk<G: MsmGroup>(
             unsafe { result::memcpy_dtod_async(sc, src, n * ELEM_BYTES, stream.cu_stream()) }?;
             let side = dev.side_stream();
             side.join(stream)?;
-            // On every way out, errors included: the compute stream frees the scalars'
-            // buffer and the buckets, which the side stream's queued kernels may still use.
+            // On every way out, errors included, the compute stream waits for the side
+            // stream: it frees the scalars' buffer, which the side stream's queued kernels
+            // may still read.
             let _joined = JoinOnDrop { stream, side };
             let stages = stage_sets(sets, n);
             let mut convert = true;
