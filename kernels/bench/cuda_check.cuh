@@ -12,3 +12,26 @@
             exit(1);                                                                        \
         }                                                                                   \
     } while (0)
+
+// The fastest of three timed runs of `launch()` (CUDA events, ms), after one untimed
+// warm-up run.
+template <class F>
+static float best_ms(F launch) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    float best = 1e30f;
+    for (int r = 0; r < 4; r++) {
+        CK(cudaEventRecord(a));
+        launch();
+        CK(cudaEventRecord(b));
+        CK(cudaGetLastError());
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        if (r) best = ms < best ? ms : best;
+    }
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    return best;
+}

@@ -11,16 +11,11 @@
 
 #include "../cuda/field/fp.cuh"
 #include "../cuda/field/fp2.cuh"
+#include "random_fp.h"
 
 int main() {
     std::mt19937_64 rng(1);
-    auto element = [&]() {
-        fp_t r;
-        for (int i = 0; i < 12; i++) r.v[i] = (uint32_t)rng();
-        r.v[11] &= 0x1fffffff;  // below 2^381 < 8p: four conditional subtractions reduce it
-        for (int k = 0; k < 4; k++) r = fp_t::reduce_once(r);
-        return r;
-    };
+    auto element = [&]() { return random_fp(rng); };
     fp_t p_minus_1;
     for (int i = 0; i < 12; i++) p_minus_1.v[i] = fp_t::P(i);
     p_minus_1.v[0] -= 1;

@@ -22,6 +22,7 @@
 #include "../cuda/field/fpd.cuh"
 
 #include "cuda_check.cuh"
+#include "random_fp.h"
 
 constexpr int THREADS = 128;
 constexpr int ITERS = 1024;
@@ -131,34 +132,12 @@ __global__ void k_check(const fp_t* a, const fp_t* b, fp_t* r_fp, fp_t* r_fpd, f
 
 template <class K>
 static float time_kernel(K kern, int blocks, uint32_t* out) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    float best = 1e30f;
-    for (int r = 0; r < 4; r++) {
-        CK(cudaEventRecord(a));
-        kern(blocks, out);
-        CK(cudaEventRecord(b));
-        CK(cudaGetLastError());
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        if (r) best = ms < best ? ms : best;
-    }
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    return best;
+    return best_ms([&] { kern(blocks, out); });
 }
 
 static int check(int n) {
     std::mt19937_64 rng(42);
-    auto element = [&]() {
-        fp_t r;
-        for (int i = 0; i < 12; i++) r.v[i] = (uint32_t)rng();
-        r.v[11] &= 0x1fffffff;
-        for (int k = 0; k < 4; k++) r = fp_t::reduce_once(r);
-        return r;
-    };
+    auto element = [&]() { return random_fp(rng); };
     std::vector<fp_t> a(n), b(n), r_fp(n), r_fpd(n);
     std::vector<fpd_t> raw(n);
     for (int i = 0; i < n; i++) a[i] = element(), b[i] = element();

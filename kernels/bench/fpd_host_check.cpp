@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../cuda/field/fpd.cuh"
+#include "random_fp.h"
 
 using namespace fpd_detail;
 
@@ -204,13 +205,7 @@ int main() {
     }
 
     // 3. Products.
-    auto element = [&]() {
-        fp_t r;
-        for (int i = 0; i < 12; i++) r.v[i] = (uint32_t)rng();
-        r.v[11] &= 0x1fffffff;
-        for (int k = 0; k < 4; k++) r = fp_t::reduce_once(r);
-        return r;
-    };
+    auto element = [&]() { return random_fp(rng); };
     fp_t p_minus_1;
     for (int i = 0; i < 12; i++) p_minus_1.v[i] = fp_t::P(i);
     p_minus_1.v[0] -= 1;

@@ -90,21 +90,7 @@ __global__ void k_fpmul(uint32_t* out, uint32_t seed, int iters) {
 
 template <class K>
 static float time_kernel(K kern, int blocks, int threads, uint32_t* out) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    float best = 1e30f;
-    for (int r = 0; r < 4; r++) {
-        CK(cudaEventRecord(a));
-        kern(blocks, threads, out);
-        CK(cudaEventRecord(b));
-        CK(cudaGetLastError());
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        if (r) best = ms < best ? ms : best;
-    }
-    return best;
+    return best_ms([&] { kern(blocks, threads, out); });
 }
 
 int main(int argc, char** argv) {

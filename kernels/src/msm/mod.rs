@@ -455,22 +455,13 @@ fn msm_chunk<G: MsmGroup>(
             let mut counts = stream.alloc_zeros::<u32>(nb as usize)?;
             dev.ntt_state()
                 .upload_staged_each(dev, scalar_limbs(host), sc, |first, count| {
-                    let (first, count) = (first as u32, count as u32);
-                    unsafe {
-                        stream
-                            .launch_builder(&k.count)
-                            .arg(&sc)
-                            .arg(&lay)
-                            .arg(&first)
-                            .arg(&count)
-                            .arg(&mut counts)
-                            .arg(&1u32)
-                            .arg(&0u32)
-                            .arg(&sets)
-                            .arg(&0u32)
-                            .launch(grid(count, 256))?;
-                    }
-                    Ok(())
+                    let digits = CountDigits {
+                        scalars: first as u32..(first + count) as u32,
+                        convert: true,
+                        sets: 0..sets,
+                        set_base: 0,
+                    };
+                    count_digits(stream, k, sc, &lay, &digits, &mut counts)
                 })?;
             prof.mark("upload+count")?;
             let stage = sort_stage(dev, k, stream, sc, &lay, 0..sets, Counts::Given(counts))?;
@@ -482,13 +473,18 @@ fn msm_chunk<G: MsmGroup>(
             let src = d.device_ptr() + (offset * ELEM_BYTES) as u64;
             // SAFETY: both ranges lie inside their allocations (offset + n <= d.len()).
             unsafe { result::memcpy_dtod_async(sc, src, n * ELEM_BYTES, stream.cu_stream()) }?;
-            let side = dev.side_stream();
+            let stages = stage_sets(sets, n);
+            // One stage sorts on the compute stream; several on the side stream.
+            let side = if stages.len() > 1 {
+                dev.side_stream()
+            } else {
+                stream
+            };
             side.join(stream)?;
             // On every way out, errors included, the compute stream waits for the side
             // stream: it frees the scalars' buffer, which the side stream's queued kernels
             // may still read.
             let _joined = JoinOnDrop { stream, side };
-            let stages = stage_sets(sets, n);
             let mut convert = true;
             let mut sort = |range: std::ops::Range<u32>| {
                 let counts = Counts::Count {

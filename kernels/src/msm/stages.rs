@@ -74,6 +74,42 @@ pub(super) enum Counts {
     Count { convert: bool },
 }
 
+/// One launch of the digit count (cuda/msm/sort.cuh): the digits of `scalars` that fall in
+/// bucket sets `sets`, into counters numbered from `set_base`'s first bucket.
+pub(super) struct CountDigits {
+    pub(super) scalars: std::ops::Range<u32>,
+    /// Makes the scalars canonical first (their first pass).
+    pub(super) convert: bool,
+    pub(super) sets: std::ops::Range<u32>,
+    pub(super) set_base: u32,
+}
+
+pub(super) fn count_digits(
+    stream: &Arc<CudaStream>,
+    k: &Kernels,
+    sc: u64,
+    lay: &MsmLayout,
+    digits: &CountDigits,
+    counts: &mut CudaSlice<u32>,
+) -> Result<()> {
+    let count = digits.scalars.end - digits.scalars.start;
+    unsafe {
+        stream
+            .launch_builder(&k.count)
+            .arg(&sc)
+            .arg(lay)
+            .arg(&digits.scalars.start)
+            .arg(&count)
+            .arg(counts)
+            .arg(&u32::from(digits.convert))
+            .arg(&digits.sets.start)
+            .arg(&digits.sets.end)
+            .arg(&digits.set_base)
+            .launch(grid(count, 256))?;
+    }
+    Ok(())
+}
+
 /// Sorts the entries of bucket sets `sets` on `stream`: counts (unless given), offsets, the
 /// two passes of cuda/msm/sort.cuh. Returns once the offsets' total is known; the partition
 /// and place passes are queued.
@@ -90,27 +126,18 @@ pub(super) fn sort_stage(
     let nbs = (sets.end - sets.start) * m;
     let mut counts = match counts {
         Counts::Given(c) => c,
-        Counts::Count { convert } => {
+        Counts::Count { mut convert } => {
             let mut counts = stream.alloc_zeros::<u32>(nbs as usize)?;
             let per_pass = sets_per_count_pass(dev, m)?;
-            let mut convert = u32::from(convert);
             for lo in sets.clone().step_by(per_pass as usize) {
                 let hi = (lo + per_pass).min(sets.end);
-                unsafe {
-                    stream
-                        .launch_builder(&k.count)
-                        .arg(&sc)
-                        .arg(lay)
-                        .arg(&0u32)
-                        .arg(&lay.n)
-                        .arg(&mut counts)
-                        .arg(&convert)
-                        .arg(&lo)
-                        .arg(&hi)
-                        .arg(&sets.start)
-                        .launch(grid(lay.n, 256))?;
-                }
-                convert = 0;
+                let digits = CountDigits {
+                    scalars: 0..lay.n,
+                    convert: std::mem::take(&mut convert),
+                    sets: lo..hi,
+                    set_base: sets.start,
+                };
+                count_digits(stream, k, sc, lay, &digits, &mut counts)?;
             }
             counts
         }
