@@ -366,14 +366,15 @@ async fn request_id_retries_run_again_and_new_payloads_start_new_jobs_across_a_r
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_in_each_state_and_only_that_job() {
     let data = tempfile::tempdir().unwrap();
-    // One synthesis worker, one device. Synthesis 2.5 s, device 6 s: D is on the device
+    // One synthesis worker, one device. Synthesis 4 s, device 10 s: D is on the device
     // while W, synthesized, waits for it and S is in synthesis; Q and U wait in the queue
-    // (Q could start at 7.5 s: the margin a loaded CI machine needs, where 1.5 s steps
-    // once let Q start before its cancel landed).
+    // (Q could start at 12 s: the margin a loaded CI machine needs, where 1.5 s steps
+    // once, and 2.5 s steps in a clean-clone run on 2 cores, let Q start before the test
+    // looked).
     let mut d = daemon(
         data.path(),
         None,
-        "synth-delay-ms=2500;device-delay-ms=6000",
+        "synth-delay-ms=4000;device-delay-ms=10000",
     )
     .await;
     let specs: [Spec; 5] = [
