@@ -16,9 +16,10 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 cargo fmt --all -- --check
 # The field arithmetic of the kernels, compiled for the host (no GPU): the integer Fp products
-# and the FP64 one (kernels/bench/*_host_check.cpp) against CIOS, exact or a failure.
+# and the FP64 one against CIOS, and the batch-affine bucket accumulation against XYZZ sums
+# (kernels/bench/*_host_check.cpp), exact or a failure.
 checks="$(mktemp -d)"
-for c in fp_host_check fpd_host_check; do
+for c in fp_host_check fpd_host_check affine_host_check; do
     g++ -O2 -std=c++17 "kernels/bench/$c.cpp" -o "$checks/$c"
     "$checks/$c" | tail -1
 done
