@@ -17,9 +17,6 @@
 #                                             # the device
 #   scripts/device-real-witness.sh stages     # params; the PoRep J=24 sweep with the MSM sort
 #                                             # in stages, then in series; the probe
-#   scripts/device-real-witness.sh lane       # params; the PoRep J=24 sweep with L, A, B on
-#                                             # the lane beside H (CUZK_MSM_LANE=1), then
-#                                             # after it (=0); the probe
 #   scripts/device-real-witness.sh packed     # params; the PoRep J=24 sweep with the aux
 #                                             # packed, then plain (CUZK_PACK_AUX=0)
 #   scripts/device-real-witness.sh pools      # NTT/H tests and figures; params (vectors from
@@ -129,21 +126,6 @@ stages)
     for r in staged serial; do
         echo "== $r"
         grep -h -E "NTT_END|GPU_END" "$OUT/bench-abc-$r.log" | tail -4
-    done
-    ;;
-lane)
-    [[ -s $W/vec/porep.json ]] || step vectors 120 "$B/cuzk-client" gen-vanilla all \
-        --sector-size 2KiB --out "$W/vec"
-    step params 330 "$B/cuzk-client" params generate --sector-size 2KiB --dir "$W/params"
-    CUZK_MSM_LANE=1 abc_bench laned
-    CUZK_MSM_LANE=0 abc_bench serial
-    step probe 200 "$B/cuzk-client" bench --spawn --load porep:16 --probe winning:60 \
-        --manifest-dir "$W/vec" --log "$OUT/probe-daemon.log" --daemon-arg=--backend=cuda \
-        --daemon-arg=--param-dir="$W/params" --daemon-arg=--synthesis-workers=8
-    tail -12 "$OUT/probe.log"
-    for r in laned serial; do
-        echo "== $r"
-        bash scripts/step-p50.sh "$OUT/bench-abc-$r.log"
     done
     ;;
 packed)

@@ -22,9 +22,6 @@
 #   scripts/device-scale.sh stages LOG   # MSM tests, gen, final's bench with the sort in stages
 #                                        # (default) and in series (CUZK_MSM_STAGES=1)
 #   scripts/device-scale.sh profile LOG  # gen, final's bench profiled in stages and in series
-#   scripts/device-scale.sh lane LOG     # cuda_master, cuda_abc; gen; final's bench
-#                                        # with L, A, B on the lane beside H (CUZK_MSM_LANE=1)
-#                                        # and after it (=0), in one call
 #   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
@@ -203,19 +200,6 @@ stages)
     gen_set
     levels_bench staged
     CUZK_MSM_STAGES=1 levels_bench serial
-    ;;
-lane)
-    for t in cuda_master cuda_abc; do
-        [[ -x $B/$t ]] && step "$t" 120 "$B/$t" --test-threads=4
-    done
-    grep -h -E "^test |test result|panicked" "$OUT"/cuda_*.log | tail -40
-    gen_set
-    CUZK_MSM_LANE=1 levels_bench laned
-    CUZK_MSM_LANE=0 levels_bench serial
-    for r in laned serial; do
-        echo "== $r"
-        bash scripts/step-p50.sh "$OUT/daemon-$r-$log.log"
-    done
     ;;
 profile)
     # gen, then final's bench with CUZK_MSM_PROFILE=1 (phases synchronised, ~5% slower) in

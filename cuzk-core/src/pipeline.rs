@@ -368,12 +368,6 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
                     ("a", &ms(timings.msms.a)),
                     ("b_g1", &ms(timings.msms.b_g1)),
                     ("b_g2", &ms(timings.msms.b_g2)),
-                    // With L, A, B on the lane beside H: how long the step waited for
-                    // them after H (-1: no lane, each MSM ran after the other).
-                    (
-                        "lane_wait",
-                        &timings.lane_wait.map_or_else(|| "-1".into(), ms),
-                    ),
                 ],
             );
         }

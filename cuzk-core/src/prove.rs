@@ -10,10 +10,9 @@ use bellperson::groth16::{Parameters, Proof, VerifyingKey};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use group::{prime::PrimeCurveAffine, Curve};
 
-use crate::backend::{Backend, BackendError, Query, ScalarVec};
+use crate::backend::{Backend, BackendError, Query};
 use crate::key::Key;
-use crate::matrices::Matrices;
-use crate::synth::{Density, Synthesized};
+use crate::synth::Synthesized;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProveError {
@@ -52,9 +51,6 @@ pub struct DeviceTimings {
     /// Whether a, b, c were evaluated in the step (from the matrices; `ntt` includes it and
     /// the aux upload) rather than by synthesis.
     pub abc_in_step: bool,
-    /// With the aux MSMs on a lane beside H: how long the step waited for them after H's
-    /// MSM ended (zero where H was the longer path). None without a lane.
-    pub lane_wait: Option<Duration>,
 }
 
 /// Each of the five MSMs of a partition (input and aux parts together).
@@ -79,18 +75,13 @@ pub fn prove_on_device(
 
 /// H polynomial and MSMs of one synthesized partition, under a key whose host copy may have
 /// been released (the backend then holds its vectors).
-///
-/// Where the backend has a lane (a second handle on its device, `Backend::lane`), the aux
-/// vectors' MSMs (L, A, B) run on it from a second thread beside the H polynomial and H's
-/// MSM: they need only the aux assignment, and their sorts, host round trips and small
-/// launches fill room that H's kernels leave on the device. Otherwise, as the recipe reads:
-/// H, then L, A and B in turn.
 pub fn prove_with_key(
     backend: &dyn Backend,
     key: Key<'_>,
     synth: Synthesized,
 ) -> Result<(MsmResults, DeviceTimings), ProveError> {
     check_shapes(&key, &synth)?;
+    let params = key.params;
     let Synthesized {
         a,
         b,
@@ -103,74 +94,88 @@ pub fn prove_with_key(
         b_aux_density,
         deferred,
     } = synth;
-    let aux_part = AuxPart {
-        key: &key,
-        input: &input,
-        a_aux_density: &a_aux_density,
-        b_input_density: &b_input_density,
-        b_aux_density: &b_aux_density,
-    };
+
     // Packed by the synthesis worker for a backend that unpacks on the device (packed.rs).
     let load_aux = || match &packed_aux {
         Some(p) => backend.load_packed(p),
         None => backend.load_scalars(&aux_host),
     };
+    let t = Instant::now();
+    let (mut upload, mut evaluate) = (Duration::ZERO, Duration::ZERO);
+    // The aux assignment goes where the MSMs read it once, for L and the A and B selections;
+    // a partition whose a, b, c were deferred has them evaluated there too, from it.
+    let (h_coeffs, aux) = match &deferred {
+        None => (backend.h_polynomial_for_msm(a, b, c)?, None),
+        Some(m) => {
+            let aux = load_aux()?;
+            upload = t.elapsed();
+            let from = backend
+                .h_polynomial_from_matrices(m, &input, &aux)
+                .inspect_err(|e| {
+                    if matches!(e, BackendError::Unsatisfied { .. }) {
+                        // Whatever the cause, these matrices are not to be trusted with this
+                        // shape again: the partition's retry (and every later one) records
+                        // afresh, which checks its own witness and falls back to full
+                        // synthesis if that fails too.
+                        crate::synth::matrix_cache().evict(&m.key);
+                    }
+                })?;
+            evaluate = from.evaluate;
+            (from.h, Some(aux))
+        }
+    };
+    let ntt = t.elapsed();
 
     let t = Instant::now();
-    let mut timings = DeviceTimings {
-        abc_in_step: deferred.is_some(),
-        ..Default::default()
-    };
-    let lane = backend.lane();
-    // The aux assignment goes where the MSMs read it once, for L and the A and B selections;
-    // first where a, b, c are evaluated from it in the step (deferred) or a lane reads it.
-    let aux = match deferred.is_some() || lane.is_some() {
-        true => {
-            let aux = load_aux()?;
-            timings.upload = t.elapsed();
-            Some(aux)
-        }
-        false => None,
-    };
-    let h_part = HPart {
-        key: &key,
-        deferred: deferred.as_deref(),
-        input: &input,
+    let n_in = input.len();
+    let b_in = b_input_density.total();
+    let lens = key.lens;
+    // key.bases: a vector's points as MSM bases, released where the host has them no more.
+    let mut msms = MsmTimings::default();
+    let mut lap = Instant::now();
+    let mut split = |d: &mut Duration| {
+        let now = Instant::now();
+        *d = now - lap;
+        lap = now;
     };
 
-    let (h, aux_msms) = match (lane, aux) {
-        (Some(lane), Some(aux)) => {
-            backend.fork_lane()?;
-            let (h, side) = std::thread::scope(|scope| {
-                let side = scope.spawn(|| {
-                    let r = aux_part.prove(lane, &aux);
-                    (r, Instant::now())
-                });
-                let h = h_part.prove(backend, (a, b, c), Some(&aux), &mut timings, t);
-                let h_end = Instant::now();
-                let (side, side_end) = side.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                timings.lane_wait = Some(side_end.saturating_duration_since(h_end));
-                (h, side)
-            });
-            // Before the aux (read on the lane's streams) is freed with this scope.
-            backend.join_lane()?;
-            (h?, side?)
-        }
-        (_, aux) => {
-            let h = h_part.prove(backend, (a, b, c), aux.as_ref(), &mut timings, t)?;
-            let aux = match aux {
-                Some(aux) => aux,
-                None => load_aux()?,
-            };
-            (h, aux_part.prove(backend, &aux)?)
-        }
+    let h = backend.msm_g1_vec(key.bases(Query::H, &params.h, 0, lens.h), &h_coeffs)?;
+    drop(h_coeffs);
+    split(&mut msms.h);
+    let aux = match aux {
+        Some(aux) => aux,
+        None => load_aux()?,
     };
-    timings.msm = t.elapsed().saturating_sub(timings.ntt);
-    let (l, a, b_g1, b_g2) = aux_msms.points;
-    timings.msms = MsmTimings {
-        h: timings.msms.h,
-        ..aux_msms.times
-    };
+    let l = backend.msm_g1_vec(key.bases(Query::L, &params.l, 0, lens.l), &aux)?;
+    split(&mut msms.l);
+
+    let a_aux = backend.select(&aux, &a_aux_density)?;
+    let a = backend.msm_g1(key.bases(Query::AInput, &params.a, 0, n_in), &input)?
+        + backend.msm_g1_vec(key.bases(Query::AAux, &params.a, n_in, lens.a), &a_aux)?;
+    drop(a_aux);
+    split(&mut msms.a);
+
+    let b_in_scalars = b_input_density.select(&input);
+    let b_aux = backend.select(&aux, &b_aux_density)?;
+    drop(aux);
+    let b_g1 = backend.msm_g1(
+        key.bases(Query::BG1Input, &params.b_g1, 0, b_in),
+        &b_in_scalars,
+    )? + backend.msm_g1_vec(
+        key.bases(Query::BG1Aux, &params.b_g1, b_in, lens.b_g1),
+        &b_aux,
+    )?;
+    split(&mut msms.b_g1);
+    let b_g2 = backend.msm_g2(
+        key.bases(Query::BG2Input, &params.b_g2, 0, b_in),
+        &b_in_scalars,
+    )? + backend.msm_g2_vec(
+        key.bases(Query::BG2Aux, &params.b_g2, b_in, lens.b_g2),
+        &b_aux,
+    )?;
+    split(&mut msms.b_g2);
+    let msm = t.elapsed();
+
     Ok((
         MsmResults {
             h,
@@ -179,114 +184,15 @@ pub fn prove_with_key(
             b_g1,
             b_g2,
         },
-        timings,
+        DeviceTimings {
+            ntt,
+            upload,
+            evaluate,
+            msm,
+            msms,
+            abc_in_step: deferred.is_some(),
+        },
     ))
-}
-
-/// The H polynomial and H's MSM.
-struct HPart<'k, 'a> {
-    key: &'k Key<'a>,
-    deferred: Option<&'k Matrices>,
-    input: &'k [Scalar],
-}
-
-impl HPart<'_, '_> {
-    /// Fills `timings`' ntt (counted from `t`), evaluate and msms.h.
-    fn prove(
-        &self,
-        backend: &dyn Backend,
-        (a, b, c): (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>),
-        aux: Option<&ScalarVec<'_>>,
-        timings: &mut DeviceTimings,
-        t: Instant,
-    ) -> Result<G1Projective, ProveError> {
-        let h_coeffs = match (self.deferred, aux) {
-            (Some(m), Some(aux)) => {
-                let from = backend
-                    .h_polynomial_from_matrices(m, self.input, aux)
-                    .inspect_err(|e| {
-                        if matches!(e, BackendError::Unsatisfied { .. }) {
-                            // Whatever the cause, these matrices are not to be trusted with
-                            // this shape again: the partition's retry (and every later one)
-                            // records afresh, which checks its own witness and falls back to
-                            // full synthesis if that fails too.
-                            crate::synth::matrix_cache().evict(&m.key);
-                        }
-                    })?;
-                timings.evaluate = from.evaluate;
-                from.h
-            }
-            _ => backend.h_polynomial_for_msm(a, b, c)?,
-        };
-        timings.ntt = t.elapsed();
-        let lap = Instant::now();
-        let (key, len) = (self.key, self.key.lens.h);
-        let h = backend.msm_g1_vec(key.bases(Query::H, &key.params.h, 0, len), &h_coeffs)?;
-        timings.msms.h = lap.elapsed();
-        Ok(h)
-    }
-}
-
-/// The MSMs over the aux assignment (with the inputs' parts): L, A, B in G1 and in G2.
-struct AuxPart<'k, 'a> {
-    key: &'k Key<'a>,
-    input: &'k [Scalar],
-    a_aux_density: &'k Density,
-    b_input_density: &'k Density,
-    b_aux_density: &'k Density,
-}
-
-struct AuxMsms {
-    points: (G1Projective, G1Projective, G1Projective, G2Projective),
-    /// l, a, b_g1, b_g2 (h left zero).
-    times: MsmTimings,
-}
-
-impl AuxPart<'_, '_> {
-    fn prove(&self, backend: &dyn Backend, aux: &ScalarVec<'_>) -> Result<AuxMsms, ProveError> {
-        let (key, params, lens) = (self.key, self.key.params, self.key.lens);
-        let n_in = self.input.len();
-        let b_in = self.b_input_density.total();
-        let mut times = MsmTimings::default();
-        let mut lap = Instant::now();
-        let mut split = |d: &mut Duration| {
-            let now = Instant::now();
-            *d = now - lap;
-            lap = now;
-        };
-        // key.bases: a vector's points as MSM bases, released where the host has them no more.
-        let l = backend.msm_g1_vec(key.bases(Query::L, &params.l, 0, lens.l), aux)?;
-        split(&mut times.l);
-
-        let a_aux = backend.select(aux, self.a_aux_density)?;
-        let a = backend.msm_g1(key.bases(Query::AInput, &params.a, 0, n_in), self.input)?
-            + backend.msm_g1_vec(key.bases(Query::AAux, &params.a, n_in, lens.a), &a_aux)?;
-        drop(a_aux);
-        split(&mut times.a);
-
-        let b_in_scalars = self.b_input_density.select(self.input);
-        let b_aux = backend.select(aux, self.b_aux_density)?;
-        let b_g1 = backend.msm_g1(
-            key.bases(Query::BG1Input, &params.b_g1, 0, b_in),
-            &b_in_scalars,
-        )? + backend.msm_g1_vec(
-            key.bases(Query::BG1Aux, &params.b_g1, b_in, lens.b_g1),
-            &b_aux,
-        )?;
-        split(&mut times.b_g1);
-        let b_g2 = backend.msm_g2(
-            key.bases(Query::BG2Input, &params.b_g2, 0, b_in),
-            &b_in_scalars,
-        )? + backend.msm_g2_vec(
-            key.bases(Query::BG2Aux, &params.b_g2, b_in, lens.b_g2),
-            &b_aux,
-        )?;
-        split(&mut times.b_g2);
-        Ok(AuxMsms {
-            points: (l, a, b_g1, b_g2),
-            times,
-        })
-    }
 }
 
 /// The proof from the MSM results and the blinding factors:

@@ -4,7 +4,7 @@
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use bellperson::groth16::{self, Parameters};
 use blstrs::{Bls12, Scalar};
-use cuzk_core::backend::cpu::{CpuBackend, CpuWithLane};
+use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::kinds::porep_shaped::PorepShaped;
 use cuzk_core::kinds::synthetic::SyntheticCircuit;
 use cuzk_core::prove::{assemble, proof_bytes, prove_circuit, prove_on_device};
@@ -70,13 +70,6 @@ fn check<C: Circuit<Scalar> + Clone + Send>(circuit: C, params: &Parameters<Bls1
     let ours = prove_circuit(&CpuBackend, params, "test", circuit.clone(), r, s).unwrap();
     let theirs = groth16::create_proof(circuit.clone(), params, r, s).unwrap();
     assert_eq!(proof_bytes(&ours), proof_bytes(&theirs), "seed {seed}");
-    // The aux MSMs on a second thread beside H's (prove.rs with a lane): the same bytes.
-    let laned = prove_circuit(&CpuWithLane, params, "test", circuit.clone(), r, s).unwrap();
-    assert_eq!(
-        proof_bytes(&laned),
-        proof_bytes(&theirs),
-        "seed {seed}, lane"
-    );
 
     // bellperson's verifier accepts it with the circuit's public inputs.
     let synth = cuzk_core::synth::synthesize_partition(circuit).unwrap();

@@ -25,9 +25,7 @@ pub struct GpuInfo {
 /// stream's inside one call), and a cache of loaded modules.
 ///
 /// Callers serialise work on one device through the engine's per-device mutex; the inner
-/// caches are locked anyway so that a `GpuDevice` is safely `Sync`. Inside one device step,
-/// a [`GpuDevice::lane`] lets a second host thread put independent work on streams of its
-/// own.
+/// caches are locked anyway so that a `GpuDevice` is safely `Sync`.
 pub struct GpuDevice {
     ordinal: usize,
     name: String,
@@ -35,8 +33,7 @@ pub struct GpuDevice {
     stream: Arc<CudaStream>,
     copy_stream: Arc<CudaStream>,
     side_stream: Arc<CudaStream>,
-    /// Shared with the device's lanes: a module is loaded into the context once.
-    modules: Arc<Mutex<HashMap<String, Arc<CudaModule>>>>,
+    modules: Mutex<HashMap<String, Arc<CudaModule>>>,
     pub(crate) ntt: Mutex<NttState>,
 }
 
@@ -84,33 +81,11 @@ impl GpuDevice {
             stream,
             copy_stream,
             side_stream,
-            modules: Default::default(),
+            modules: Mutex::new(HashMap::new()),
             ntt: Mutex::new(NttState::default()),
         };
         dev.keep_pool_memory()?;
         Ok(dev)
-    }
-
-    /// A second handle on this device for another host thread inside the same device step:
-    /// the same context, memory pool and loaded modules, three streams of its own, and its
-    /// own staging buffers and NTT state (so neither thread waits on the other's locks).
-    /// Kernels it queues run beside this handle's wherever the device has room; the device
-    /// step runs the aux vectors' MSMs on one while the H polynomial and H's MSM run here.
-    ///
-    /// Device memory that both use (an uploaded aux vector) is ordered by cudarc's events
-    /// for the first use on each side; a caller frees such memory only after the lane's
-    /// results are back on the host, which is after every lane kernel that read it.
-    pub fn lane(&self) -> Result<GpuDevice> {
-        Ok(GpuDevice {
-            ordinal: self.ordinal,
-            name: self.name.clone(),
-            ctx: self.ctx.clone(),
-            stream: self.ctx.new_stream()?,
-            copy_stream: self.ctx.new_stream()?,
-            side_stream: self.ctx.new_stream()?,
-            modules: self.modules.clone(),
-            ntt: Mutex::new(NttState::default()),
-        })
     }
 
     /// The device's default memory pool, which every stream-ordered allocation here uses.
@@ -271,14 +246,6 @@ impl GpuDevice {
         self.stream.synchronize()?;
         self.copy_stream.synchronize()?;
         self.side_stream.synchronize()?;
-        Ok(())
-    }
-
-    /// Makes this handle's compute stream wait for everything queued so far on `other`'s
-    /// (a lane and its device, either way round): work that reads what the other wrote
-    /// through raw pointers, which cudarc's events do not see.
-    pub fn wait_for(&self, other: &GpuDevice) -> Result<()> {
-        self.stream.join(&other.stream)?;
         Ok(())
     }
 

@@ -48,44 +48,6 @@ impl Backend for CpuBackend {
     }
 }
 
-/// The CPU backend with a lane of its own: prove.rs then runs the aux vectors' MSMs from a
-/// second thread beside the H polynomial and H's MSM, as it does on a GPU with a lane
-/// (`Backend::lane`). Same bytes as [`CpuBackend`]; the tests use it to run that two-thread
-/// path where there is no GPU.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CpuWithLane;
-
-impl Backend for CpuWithLane {
-    fn name(&self) -> String {
-        "cpu (lane)".into()
-    }
-
-    fn host_copies(&self) -> HostCopies {
-        CpuBackend.host_copies()
-    }
-
-    fn h_polynomial(
-        &self,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
-    ) -> Result<Vec<Scalar>, BackendError> {
-        CpuBackend.h_polynomial(a, b, c)
-    }
-
-    fn msm_g1(&self, bases: G1Bases<'_>, scalars: &[Scalar]) -> Result<G1Projective, BackendError> {
-        CpuBackend.msm_g1(bases, scalars)
-    }
-
-    fn msm_g2(&self, bases: G2Bases<'_>, scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
-        CpuBackend.msm_g2(bases, scalars)
-    }
-
-    fn lane(&self) -> Option<&dyn Backend> {
-        Some(self)
-    }
-}
-
 /// Canonical little-endian bytes of each scalar, as blst's Pippenger reads them.
 fn scalar_bytes(scalars: &[Scalar]) -> Vec<u8> {
     let mut bytes = vec![0u8; scalars.len() * 32];

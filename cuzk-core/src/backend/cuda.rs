@@ -36,10 +36,6 @@ pub(crate) fn device_error(e: GpuError) -> BackendError {
 /// synthesis or waiting for a device, at the defaults (pinned_pool.rs; ~160 MB each at 2^27).
 const PINNED_BUFFERS: usize = 8;
 
-/// Whether the aux MSMs run on a lane beside H where `CUZK_MSM_LANE` does not say (`1`: on,
-/// `0`: off). Off until measured on the H200.
-const LANE_BY_DEFAULT: bool = false;
-
 /// One GPU, driven through cuzk-kernels.
 pub struct CudaBackend {
     dev: GpuDevice,
@@ -47,9 +43,6 @@ pub struct CudaBackend {
     matrices: r1cs::ResidentMatrices,
     /// Page-locked buffers lent to synthesis for packed aux vectors (pinned_pool.rs).
     pinned: PinnedPool,
-    /// The same device on streams of its own, for the aux MSMs beside H (prove.rs); None
-    /// on a lane itself, or where the lane is off (`CUZK_MSM_LANE`).
-    lane: Option<Box<CudaBackend>>,
 }
 
 impl CudaBackend {
@@ -63,38 +56,12 @@ impl CudaBackend {
                     .into(),
             ));
         }
-        let on = match std::env::var("CUZK_MSM_LANE").as_deref() {
-            Ok("1") => true,
-            Ok("0") => false,
-            _ => LANE_BY_DEFAULT,
-        };
-        Self::with_lane(ordinal, on)
-    }
-
-    /// As [`CudaBackend::new`], with the aux MSMs on a lane beside H (`lane`) or after it.
-    pub fn with_lane(ordinal: usize, lane: bool) -> Result<Self, BackendError> {
-        if !cuzk_kernels::KERNELS_BUILT {
-            return Err(BackendError::Device(
-                "built without CUDA kernels (no nvcc at build time; run scripts/install-nvcc.sh)"
-                    .into(),
-            ));
-        }
         let dev = GpuDevice::open(ordinal).map_err(device_error)?;
         dev.module("ntt").map_err(device_error)?;
-        let lane = match lane {
-            true => Some(Box::new(CudaBackend {
-                dev: dev.lane().map_err(device_error)?,
-                matrices: Default::default(),
-                pinned: PinnedPool::new(0),
-                lane: None,
-            })),
-            false => None,
-        };
         Ok(CudaBackend {
             dev,
             matrices: Default::default(),
             pinned: PinnedPool::new(PINNED_BUFFERS),
-            lane,
         })
     }
 
@@ -289,24 +256,6 @@ impl Backend for CudaBackend {
 
     fn keep_for_release(&self, srs_id: &str, queries: &[(Query, usize)]) -> bool {
         msm::keep_for_release(&self.dev, srs_id, queries)
-    }
-
-    fn lane(&self) -> Option<&dyn Backend> {
-        self.lane.as_deref().map(|l| l as &dyn Backend)
-    }
-
-    fn fork_lane(&self) -> Result<(), BackendError> {
-        match &self.lane {
-            Some(lane) => lane.dev.wait_for(&self.dev).map_err(device_error),
-            None => Ok(()),
-        }
-    }
-
-    fn join_lane(&self) -> Result<(), BackendError> {
-        match &self.lane {
-            Some(lane) => self.dev.wait_for(&lane.dev).map_err(device_error),
-            None => Ok(()),
-        }
     }
 }
 

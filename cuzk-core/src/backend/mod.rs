@@ -305,25 +305,6 @@ pub trait Backend: Send + Sync {
     fn keep_for_release(&self, _srs_id: &str, _queries: &[(Query, usize)]) -> bool {
         false
     }
-
-    /// A second handle on this backend's device, for another host thread inside the same
-    /// device step (prove.rs runs the aux vectors' MSMs on it beside the H polynomial and
-    /// H's MSM); None where the backend has none, or it is turned off.
-    fn lane(&self) -> Option<&dyn Backend> {
-        None
-    }
-
-    /// Orders the lane's later work after everything queued here so far: called before the
-    /// lane is handed work that reads what was queued here (the uploaded aux).
-    fn fork_lane(&self) -> Result<(), BackendError> {
-        Ok(())
-    }
-
-    /// Orders this backend's later work after everything its lane has queued, before memory
-    /// the lane read is freed or reused.
-    fn join_lane(&self) -> Result<(), BackendError> {
-        Ok(())
-    }
 }
 
 pub type SharedBackend = Arc<dyn Backend>;

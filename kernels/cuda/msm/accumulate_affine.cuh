@@ -1,5 +1,6 @@
-// Bucket accumulation in affine coordinates with batched inversion (experiment; see
-// kernels/bench/affine_bench.cu). Same job and output contract as `accumulate_buckets`
+// Bucket accumulation in affine coordinates with batched inversion: an experiment, built
+// only into kernels/bench/affine_bench.cu. On the H200 it ran 0.89x the XYZZ pass at best
+// (kernels/NOTES.md, part 7), so the crate does not use it. Same job and output contract as `accumulate_buckets`
 // (accumulate.cuh): buckets[b] gets the sum of the entries of bucket b that lie in segments
 // which began the bucket, and every segment that began inside a bucket started earlier
 // writes that part to its head slot (head_sum[v], head_bucket[v] = bucket + 1; slots of
