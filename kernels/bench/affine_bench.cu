@@ -470,19 +470,9 @@ int main(int argc, char** argv) {
     const uint32_t n = 1u << log_n;
     g1_affine_t* pts;
     CK(cudaMalloc(&pts, (size_t)n * sizeof(g1_affine_t)));
-    {
-        cudaEvent_t a, b;
-        CK(cudaEventCreate(&a));
-        CK(cudaEventCreate(&b));
-        CK(cudaEventRecord(a));
-        k_points<<<(n + 127) / 128, 128>>>(pts, n, sqrt_exponent(), 0x5eed);
-        CK(cudaEventRecord(b));
-        CK(cudaGetLastError());
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        printf("2^%u curve points in %.0f ms\n", log_n, ms);
-    }
+    const float points_ms =
+        once_ms([&] { k_points<<<(n + 127) / 128, 128>>>(pts, n, sqrt_exponent(), 0x5eed); });
+    printf("2^%u curve points in %.0f ms\n", log_n, points_ms);
     correctness(pts, std::min(n, 1u << 20));
 
     std::vector<Row> rows;

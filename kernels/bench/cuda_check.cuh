@@ -13,25 +13,32 @@
         }                                                                                   \
     } while (0)
 
+// One timed run of `launch()` (CUDA events, ms): one-off work such as making a bench's points.
+template <class F>
+static float once_ms(F launch) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    CK(cudaEventRecord(a));
+    launch();
+    CK(cudaEventRecord(b));
+    CK(cudaGetLastError());
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    return ms;
+}
+
 // The fastest of three timed runs of `launch()` (CUDA events, ms), after one untimed
 // warm-up run.
 template <class F>
 static float best_ms(F launch) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
     float best = 1e30f;
     for (int r = 0; r < 4; r++) {
-        CK(cudaEventRecord(a));
-        launch();
-        CK(cudaEventRecord(b));
-        CK(cudaGetLastError());
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
+        float ms = once_ms(launch);
         if (r) best = ms < best ? ms : best;
     }
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
     return best;
 }

@@ -348,16 +348,8 @@ int main(int argc, char** argv) {
         g1_affine_t* pts;
         uint32_t np = 1u << max_log;
         CK(cudaMalloc(&pts, (size_t)np * sizeof(g1_affine_t)));
-        cudaEvent_t a, b;
-        CK(cudaEventCreate(&a));
-        CK(cudaEventCreate(&b));
-        CK(cudaEventRecord(a));
-        k_g1_points<<<(np + 127) / 128, 128>>>(pts, np, sqrt_exponent(), 0x5eed);
-        CK(cudaEventRecord(b));
-        CK(cudaGetLastError());
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
+        const float ms = once_ms(
+            [&] { k_g1_points<<<(np + 127) / 128, 128>>>(pts, np, sqrt_exponent(), 0x5eed); });
         printf("G1 bases: 2^%u curve points in %.0f ms\n", max_log, ms);
         for (uint32_t l : logs) {
             Bench<fp_t> bn;
