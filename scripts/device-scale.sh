@@ -9,6 +9,8 @@
 #   scripts/device-scale.sh small LOG    # generate + prove a 10-partition set at 2^LOG (J=1,2)
 #   scripts/device-scale.sh gen LOG      # generate the 2^LOG set (GPU), time it; load benchmark
 #   scripts/device-scale.sh prove LOG    # the 10-partition bench on an existing set, J=1 and J=2
+#   scripts/device-scale.sh probe LOG    # gen; real 2 KiB WinningPoSt timed alone and beside
+#                                        # LOAD (2) PoRep-shaped 2^LOG x 10 jobs (bench --probe)
 #   scripts/device-scale.sh levels LOG   # final's bench alone (LEVELS, NAME for the logs)
 #   scripts/device-scale.sh count LOG    # MSM tests with the count split per bucket set, gen,
 #                                        # final's bench
@@ -26,7 +28,7 @@
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
 set -uo pipefail
-phase=${1:?phase: check | small LOG | stages LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
+phase=${1:?phase: check | small LOG | probe LOG | stages LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -220,6 +222,22 @@ profile)
 levels)
     # final's bench alone, on the set final generated (NAME names the logs).
     levels_bench "${NAME:-levels}"
+    ;;
+probe)
+    # Urgent latency at production scale: real 2 KiB WinningPoSt (parameters generated
+    # here, sector and vanilla proof carried in .device/vec from `gen-vanilla winning`)
+    # timed alone, then beside ${LOAD:-2} PoRep-shaped 2^LOG x 10 jobs in flight.
+    gen_set
+    step winning-params 240 "$B/cuzk-client" params generate --sector-size 2KiB --kinds winning --dir "$P"
+    m=$(sample_memory "probe-$log")
+    step "probe-2p$log" 480 "$B/cuzk-client" bench --spawn --load "synthetic:${LOAD:-2}" \
+        --shape porep --log-size "$log" --partitions 10 --probe "winning:${PROBES:-30}" \
+        --probe-manifest .device/vec/winning.json --warmup 1 --param-dir "$P" \
+        --log "$OUT/daemon-probe-$log.log" --daemon-arg=--backend=cuda \
+        --daemon-arg=--param-dir="$P" --daemon-arg=--synthesis-workers=2
+    kill "$m"
+    tail -14 "$OUT/probe-2p$log.log"
+    bash scripts/step-p50.sh "$OUT/daemon-probe-$log.log"
     ;;
 prove)
     m=$(sample_memory "prove-$log")

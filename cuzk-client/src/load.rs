@@ -11,12 +11,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use cuzk_core::kinds::KindRequest;
-use cuzk_core::srs::SrsCache;
 use cuzk_proto::v1 as pb;
 use pb::await_proof_response::Status as AwaitStatus;
 use tokio::task::JoinSet;
 
-use crate::bench::verify_proof;
+use crate::bench::{verifier_params, verify_proof};
 use crate::rpc;
 use crate::spawn::SpawnedDaemon;
 use crate::waterfall::summary::Distribution;
@@ -320,11 +319,7 @@ fn verify(
     template: &KindRequest,
     results: &[JobResult],
 ) -> anyhow::Result<(usize, usize)> {
-    let srs = SrsCache::new(
-        args.param_dir
-            .clone()
-            .unwrap_or_else(cuzk_core::config::default_param_dir),
-    );
+    let srs = verifier_params(args.param_dir.as_ref(), &[template.kind])?;
     let (mut verified, mut invalid) = (0, 0);
     for r in results
         .iter()

@@ -455,12 +455,7 @@ fn verify_all(
     request: &KindRequest,
     levels: &mut [(usize, Vec<Outcome>)],
 ) -> anyhow::Result<()> {
-    let srs = SrsCache::new(
-        args.param_dir
-            .clone()
-            .unwrap_or_else(cuzk_core::config::default_param_dir),
-    );
-    let srs = Arc::new(srs);
+    let srs = Arc::new(verifier_params(args.param_dir.as_ref(), &[request.kind])?);
     let mut checked = 0;
     for (_, outcomes) in levels.iter_mut() {
         for o in outcomes.iter_mut().filter(|o| o.record.ok) {
@@ -475,6 +470,23 @@ fn verify_all(
     }
     eprintln!("verified {checked} proof(s)");
     Ok(())
+}
+
+/// The parameter cache proofs of `kinds` are checked against: `dir`, else the Filecoin
+/// default. The Filecoin kinds' stock verifiers read their keys from
+/// FIL_PROOFS_PARAMETER_CACHE, not from this cache, so when `kinds` has one the process's
+/// proof crates are pointed at the same directory (else a `--param-dir` holding the keys
+/// checks every Filecoin proof against a missing file). Synthetic-only checks leave the
+/// crates alone.
+pub fn verifier_params(dir: Option<&PathBuf>, kinds: &[ProofKind]) -> anyhow::Result<SrsCache> {
+    let dir = dir
+        .cloned()
+        .unwrap_or_else(cuzk_core::config::default_param_dir);
+    if kinds.iter().any(|k| *k != ProofKind::Synthetic) {
+        cuzk_core::kinds::params::use_parameter_dir(&dir)
+            .with_context(|| format!("checking proofs against {}", dir.display()))?;
+    }
+    Ok(SrsCache::new(dir))
 }
 
 /// Synthetic proofs are checked partition by partition with public inputs recomputed here;

@@ -20,8 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use cuzk_core::kinds::{build_task, KindRequest};
-use cuzk_core::srs::SrsCache;
+use cuzk_core::kinds::{build_task, KindRequest, SyntheticShape};
 use cuzk_core::{Priority, ProofKind};
 use serde::Serialize;
 use tokio::task::JoinSet;
@@ -131,7 +130,11 @@ fn role(
 ) -> anyhow::Result<Role> {
     let (kind, count) = parse_spec(&format!("--{name}"), spec)?;
     let request = if kind == ProofKind::Synthetic {
-        rpc::synthetic_request(log_size, partitions, seed_base)
+        // --shape applies to both synthetic roles, as to a sweep: a PoRep-shaped 2^27 load
+        // exists only in that shape.
+        let mut r = rpc::synthetic_request(log_size, partitions, seed_base);
+        r.synthetic_shape = SyntheticShape::parse(&args.shape)?;
+        r
     } else {
         let manifest = manifest.cloned().or_else(|| {
             args.manifest_dir
@@ -401,11 +404,7 @@ async fn measure(
 }
 
 fn verify(args: &BenchArgs, role: &Role, outcomes: &mut [Outcome]) -> anyhow::Result<()> {
-    let srs = SrsCache::new(
-        args.param_dir
-            .clone()
-            .unwrap_or_else(cuzk_core::config::default_param_dir),
-    );
+    let srs = super::verifier_params(args.param_dir.as_ref(), &[role.kind])?;
     for o in outcomes.iter_mut().filter(|o| o.record.ok) {
         let mut req = role.request.clone();
         req.synthetic_seed = o.seed;
@@ -563,4 +562,58 @@ pub fn render(r: &ProbeReport) -> String {
     out += &super::describe_memory(&memory);
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args, FromArgMatches};
+
+    use super::*;
+
+    fn args(flags: &[&str]) -> BenchArgs {
+        let matches = BenchArgs::augment_args(clap::Command::new("bench"))
+            .try_get_matches_from(std::iter::once("bench").chain(flags.iter().copied()))
+            .expect("the bench flags parse");
+        BenchArgs::from_arg_matches(&matches).expect("BenchArgs from its own matches")
+    }
+
+    #[test]
+    fn synthetic_roles_take_the_shape_and_their_own_sizes() {
+        let a = args(&[
+            "--load=synthetic:2",
+            "--probe=synthetic:5",
+            "--shape=porep",
+            "--log-size=27",
+            "--partitions=10",
+            "--probe-log-size=12",
+        ]);
+        let (load, probe) = roles(&a).unwrap();
+        assert_eq!(load.request.synthetic_shape, SyntheticShape::Porep);
+        assert_eq!(probe.request.synthetic_shape, SyntheticShape::Porep);
+        assert_eq!(
+            (
+                load.request.synthetic_log_size,
+                load.request.synthetic_partitions
+            ),
+            (27, 10)
+        );
+        assert_eq!(
+            (
+                probe.request.synthetic_log_size,
+                probe.request.synthetic_partitions
+            ),
+            (12, 1)
+        );
+        assert_eq!((load.count, probe.count), (2, 5));
+
+        let uniform = args(&["--load=synthetic:1", "--probe=synthetic:1"]);
+        let (load, _) = roles(&uniform).unwrap();
+        assert_eq!(load.request.synthetic_shape, SyntheticShape::Uniform);
+
+        let bad = args(&["--load=synthetic:1", "--probe=synthetic:1", "--shape=round"]);
+        assert!(
+            roles(&bad).is_err(),
+            "an unknown shape is refused before a daemon starts"
+        );
+    }
 }
