@@ -10,7 +10,8 @@
 #   scripts/device-scale.sh gen LOG      # generate the 2^LOG set (GPU), time it; load benchmark
 #   scripts/device-scale.sh prove LOG    # the 10-partition bench on an existing set, J=1 and J=2
 #   scripts/device-scale.sh probe LOG    # gen; real 2 KiB WinningPoSt timed alone and beside
-#                                        # LOAD (2) PoRep-shaped 2^LOG x 10 jobs (bench --probe)
+#                                        # LOAD (2) PoRep-shaped 2^LOG x 10 jobs (bench --probe),
+#                                        # --urgent-between-phases on and off (BETWEEN)
 #   scripts/device-scale.sh levels LOG   # final's bench alone (LEVELS, NAME for the logs)
 #   scripts/device-scale.sh count LOG    # MSM tests with the count split per bucket set, gen,
 #                                        # final's bench
@@ -84,6 +85,7 @@ levels_bench() {
 
 export -f bench
 export B P OUT log
+BETWEEN=${BETWEEN:-true,false}
 
 case $phase in
 check)
@@ -226,18 +228,24 @@ levels)
 probe)
     # Urgent latency at production scale: real 2 KiB WinningPoSt (parameters generated
     # here, sector and vanilla proof carried in .device/vec from `gen-vanilla winning`)
-    # timed alone, then beside ${LOAD:-2} PoRep-shaped 2^LOG x 10 jobs in flight.
+    # timed alone, then beside ${LOAD:-2} PoRep-shaped 2^LOG x 10 jobs in flight; once per
+    # value in BETWEEN (default: true,false) of the daemon's --urgent-between-phases.
+    [[ -x $B/cuda_master ]] && step cuda_master 90 "$B/cuda_master" --test-threads=2
     gen_set
     step winning-params 240 "$B/cuzk-client" params generate --sector-size 2KiB --kinds winning --dir "$P"
-    m=$(sample_memory "probe-$log")
-    step "probe-2p$log" 480 "$B/cuzk-client" bench --spawn --load "synthetic:${LOAD:-2}" \
-        --shape porep --log-size "$log" --partitions 10 --probe "winning:${PROBES:-30}" \
-        --probe-manifest .device/vec/winning.json --warmup 1 --param-dir "$P" \
-        --log "$OUT/daemon-probe-$log.log" --daemon-arg=--backend=cuda \
-        --daemon-arg=--param-dir="$P" --daemon-arg=--synthesis-workers=2
-    kill "$m"
-    tail -14 "$OUT/probe-2p$log.log"
-    bash scripts/step-p50.sh "$OUT/daemon-probe-$log.log"
+    for between in ${BETWEEN//,/ }; do
+        m=$(sample_memory "probe-$between-$log")
+        step "probe-$between-2p$log" 300 "$B/cuzk-client" bench --spawn --load "synthetic:${LOAD:-2}" \
+            --shape porep --log-size "$log" --partitions 10 --probe "winning:${PROBES:-20}" \
+            --probe-manifest .device/vec/winning.json --warmup 1 --param-dir "$P" \
+            --log "$OUT/daemon-probe-$between-$log.log" --daemon-arg=--backend=cuda \
+            --daemon-arg=--param-dir="$P" --daemon-arg=--synthesis-workers=2 \
+            --daemon-arg=--urgent-between-phases="$between"
+        kill "$m"
+        echo "== urgent_between_phases=$between"
+        tail -9 "$OUT/probe-$between-2p$log.log"
+        bash scripts/step-p50.sh "$OUT/daemon-probe-$between-$log.log" | grep -E "GPU_END|MSM_END.h "
+    done
     ;;
 prove)
     m=$(sample_memory "prove-$log")

@@ -23,9 +23,9 @@ use crate::footprint::{partition_bytes_bound, partition_peak_bytes, HostCopies, 
 use crate::gate::{Lane, Take};
 use crate::gpu::Device;
 use crate::host_release;
-use crate::job::{Error, Result};
+use crate::job::{Error, Priority, Result};
 use crate::metrics::Phase;
-use crate::prove::{prove_with_key, ProveError};
+use crate::prove::{prove_with_key_between, ProveError};
 use crate::shared::Shared;
 use crate::synth::Synthesized;
 use crate::work::{guarded, panic_message, InFlight, PartitionWork, ProvenWork, SynthesizedWork};
@@ -124,7 +124,7 @@ pub fn synthesis_worker(shared: Arc<Shared>, worker: usize, lane: Lane) {
         if on_cpu {
             // The retry of a failed device: proven here, so no GPU worker waits on the CPU.
             let fallback = shared.cpu_fallback.clone();
-            if let Err(e) = prove_partition(&shared, &fallback, work) {
+            if let Err(e) = prove_partition(&shared, &fallback, work, Lock::TakeAlone) {
                 shared.fail(&job, e.into_error());
             }
             continue;
@@ -211,42 +211,83 @@ fn peak_on_backends(shared: &Shared, on_cpu: bool, bytes: impl Fn(HostCopies) ->
 
 pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
     while let Some(work) = shared.prove_queue.pop() {
-        if !work.job.is_live() {
-            continue;
-        }
-        let (job, index) = (work.job.clone(), work.index);
-        match prove_partition(&shared, &device, work) {
-            Ok(()) => {}
-            Err(Failure::Device(e)) => {
-                // Retried once, on the CPU (a retry that fails there fails the job): a
-                // device fault must not cost a WindowPoSt.
-                let msg = e.to_string();
-                tracing::warn!(job = %job.id, partition = index, device = %device.label,
-                    error = %msg, "device failed; retrying the partition on the CPU");
-                shared.timeline.emit(
-                    "DEVICE_RETRY",
-                    &job.id,
-                    &[
-                        ("partition", &index),
-                        ("device", &device.label.as_str()),
-                        ("error", &msg),
-                    ],
-                );
-                let retry = PartitionWork {
-                    job: job.clone(),
-                    index,
-                    on_cpu: true,
-                };
-                job.needs_host_params();
-                // Refused only when shutting down: the journal then keeps the job for the
-                // next start; without one it is lost, and says so.
-                if !shared.gate.push_all([(job.priority, job.seq, retry)]) && !shared.has_journal()
-                {
-                    shared.fail(&job, Error::ShuttingDown);
-                }
+        serve(&shared, &device, work, Lock::Take);
+    }
+}
+
+/// Whether a device step takes the device's lock, or runs under the lock of a step it was
+/// let in between the phases of.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lock {
+    /// Take it; let waiting CRITICAL partitions in between the step's phases.
+    Take,
+    /// Take it; nothing in between (a CPU retry: the waiting work is for the devices).
+    TakeAlone,
+    /// Held by the step this one was let into.
+    Held,
+}
+
+/// CRITICAL partitions of at most this domain may run between the phases of another step:
+/// a WinningPoSt (2 KiB to 64 GiB sectors alike) is far below it, and its device memory
+/// (~1 GB at 2^22) fits beside a 2^27 step's. Larger work waits for the step's end.
+const BETWEEN_PHASES_MAX_DOMAIN: usize = 1 << 24;
+
+/// Runs the CRITICAL partitions waiting for a device between the phases of a running step
+/// of lower priority (prove.rs, `prove_with_key_between`), under that step's lock. A
+/// WinningPoSt behind a 2^27 PoRep step then waits for the phase in progress (H's MSM at
+/// most, ~0.8 s) instead of the whole step (~1.4 s). Returns the time it took.
+fn urgent_between_phases(shared: &Shared, device: &Device, running: Priority) -> Duration {
+    let t = Instant::now();
+    if running >= Priority::Critical || !shared.config.urgent_between_phases {
+        return Duration::ZERO;
+    }
+    let fits = |p: Priority, w: &SynthesizedWork| {
+        p == Priority::Critical
+            && w.synth.num_constraints().next_power_of_two() <= BETWEEN_PHASES_MAX_DOMAIN
+    };
+    while let Some(work) = shared.prove_queue.pop_if(fits) {
+        serve(shared, device, work, Lock::Held);
+    }
+    t.elapsed()
+}
+
+/// One synthesized partition on `device`: proven, or on a device fault sent back for a CPU
+/// retry, or its job failed.
+fn serve(shared: &Shared, device: &Device, work: SynthesizedWork, lock: Lock) {
+    if !work.job.is_live() {
+        return;
+    }
+    let (job, index) = (work.job.clone(), work.index);
+    match prove_partition(shared, device, work, lock) {
+        Ok(()) => {}
+        Err(Failure::Device(e)) => {
+            // Retried once, on the CPU (a retry that fails there fails the job): a
+            // device fault must not cost a WindowPoSt.
+            let msg = e.to_string();
+            tracing::warn!(job = %job.id, partition = index, device = %device.label,
+                error = %msg, "device failed; retrying the partition on the CPU");
+            shared.timeline.emit(
+                "DEVICE_RETRY",
+                &job.id,
+                &[
+                    ("partition", &index),
+                    ("device", &device.label.as_str()),
+                    ("error", &msg),
+                ],
+            );
+            let retry = PartitionWork {
+                job: job.clone(),
+                index,
+                on_cpu: true,
+            };
+            job.needs_host_params();
+            // Refused only when shutting down: the journal then keeps the job for the
+            // next start; without one it is lost, and says so.
+            if !shared.gate.push_all([(job.priority, job.seq, retry)]) && !shared.has_journal() {
+                shared.fail(&job, Error::ShuttingDown);
             }
-            Err(e) => shared.fail(&job, e.into_error()),
         }
+        Err(e) => shared.fail(&job, e.into_error()),
     }
 }
 
@@ -266,7 +307,12 @@ impl Failure {
 
 /// Prove one synthesized partition on `device`, finalize it, and complete the job when it
 /// was the last.
-fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> Result<(), Failure> {
+fn prove_partition(
+    shared: &Shared,
+    device: &Device,
+    work: SynthesizedWork,
+    lock: Lock,
+) -> Result<(), Failure> {
     let SynthesizedWork {
         job,
         index,
@@ -289,7 +335,8 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
     let synthesized_inputs = synth.public_inputs().to_vec();
     let b_inputs = synth.b_input_density.total();
     let proven = {
-        let _exclusive = device.lock();
+        let _exclusive = (lock != Lock::Held).then(|| device.lock());
+        let outer = device.current();
         device.set_current(Some((job.id.clone(), job.kind)));
         tl.emit(
             "GPU_START",
@@ -297,6 +344,17 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
             &[("partition", &index), ("device", &dev)],
         );
         let t = Instant::now();
+        // Time spent in partitions let in between this step's phases (not this step's).
+        let mut let_in = Duration::ZERO;
+        let mut between = || {
+            if lock != Lock::Take {
+                return Duration::ZERO;
+            }
+            shared.test_hooks.pause_between_phases();
+            let d = urgent_between_phases(shared, device, job.priority);
+            let_in += d;
+            d
+        };
         if !shared.test_hooks.device_delay.is_zero() {
             std::thread::sleep(shared.test_hooks.device_delay);
         }
@@ -311,7 +369,7 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
             ))))
         } else {
             catch_unwind(AssertUnwindSafe(|| {
-                prove_with_key(device.backend.as_ref(), srs.key(), synth)
+                prove_with_key_between(device.backend.as_ref(), srs.key(), synth, &mut between)
             }))
             .map_err(|panic| {
                 Failure::Device(Error::Internal(format!(
@@ -326,11 +384,11 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
                 })
             })
         };
-        let elapsed = t.elapsed();
+        let elapsed = t.elapsed().saturating_sub(let_in);
         // The step's high-water point is behind us; the reading keeps it (gpu.rs).
         device.sample_memory();
         device.add_busy(elapsed);
-        device.set_current(None);
+        device.set_current(outer);
         if let Ok((_, timings)) = &r {
             let ms = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1e3);
             tl.emit(
@@ -371,15 +429,16 @@ fn prove_partition(shared: &Shared, device: &Device, work: SynthesizedWork) -> R
                 ],
             );
         }
-        tl.emit(
-            "GPU_END",
-            &job.id,
-            &[
-                ("partition", &index),
-                ("device", &dev),
-                ("ms", &format!("{:.1}", elapsed.as_secs_f64() * 1e3)),
-            ],
-        );
+        let ms = format!("{:.1}", elapsed.as_secs_f64() * 1e3);
+        let let_in_ms = format!("{:.1}", let_in.as_secs_f64() * 1e3);
+        let mut detail: Vec<(&str, &dyn std::fmt::Display)> =
+            vec![("partition", &index), ("device", &dev), ("ms", &ms)];
+        if !let_in.is_zero() {
+            // Steps let in between this one's phases (their own GPU_START..GPU_END lie
+            // inside this one's); `ms` leaves them out.
+            detail.push(("let_in", &let_in_ms));
+        }
+        tl.emit("GPU_END", &job.id, &detail);
         job.add_gpu(elapsed);
         shared
             .metrics

@@ -80,6 +80,21 @@ pub fn prove_with_key(
     key: Key<'_>,
     synth: Synthesized,
 ) -> Result<(MsmResults, DeviceTimings), ProveError> {
+    prove_with_key_between(backend, key, synth, &mut || Duration::ZERO)
+}
+
+/// As [`prove_with_key`], calling `between` between the step's phases (after the H
+/// polynomial and after each MSM but the last). The pipeline runs waiting CRITICAL
+/// partitions there, so that a WinningPoSt does not wait for a whole 2^27 step; `between`
+/// returns how long it took, which the step's own timings leave out. It may use the
+/// backend: nothing of this step is in flight at those points (every phase ends with its
+/// result on the host), and this step's device buffers are its own.
+pub fn prove_with_key_between(
+    backend: &dyn Backend,
+    key: Key<'_>,
+    synth: Synthesized,
+    between: &mut dyn FnMut() -> Duration,
+) -> Result<(MsmResults, DeviceTimings), ProveError> {
     check_shapes(&key, &synth)?;
     let params = key.params;
     let Synthesized {
@@ -125,6 +140,7 @@ pub fn prove_with_key(
         }
     };
     let ntt = t.elapsed();
+    between();
 
     let t = Instant::now();
     let n_in = input.len();
@@ -132,28 +148,26 @@ pub fn prove_with_key(
     let lens = key.lens;
     // key.bases: a vector's points as MSM bases, released where the host has them no more.
     let mut msms = MsmTimings::default();
-    let mut lap = Instant::now();
-    let mut split = |d: &mut Duration| {
-        let now = Instant::now();
-        *d = now - lap;
-        lap = now;
-    };
+    let mut laps = Laps::new();
 
     let h = backend.msm_g1_vec(key.bases(Query::H, &params.h, 0, lens.h), &h_coeffs)?;
     drop(h_coeffs);
-    split(&mut msms.h);
+    msms.h = laps.split();
+    laps.pause(between);
     let aux = match aux {
         Some(aux) => aux,
         None => load_aux()?,
     };
     let l = backend.msm_g1_vec(key.bases(Query::L, &params.l, 0, lens.l), &aux)?;
-    split(&mut msms.l);
+    msms.l = laps.split();
+    laps.pause(between);
 
     let a_aux = backend.select(&aux, &a_aux_density)?;
     let a = backend.msm_g1(key.bases(Query::AInput, &params.a, 0, n_in), &input)?
         + backend.msm_g1_vec(key.bases(Query::AAux, &params.a, n_in, lens.a), &a_aux)?;
     drop(a_aux);
-    split(&mut msms.a);
+    msms.a = laps.split();
+    laps.pause(between);
 
     let b_in_scalars = b_input_density.select(&input);
     let b_aux = backend.select(&aux, &b_aux_density)?;
@@ -165,7 +179,8 @@ pub fn prove_with_key(
         key.bases(Query::BG1Aux, &params.b_g1, b_in, lens.b_g1),
         &b_aux,
     )?;
-    split(&mut msms.b_g1);
+    msms.b_g1 = laps.split();
+    laps.pause(between);
     let b_g2 = backend.msm_g2(
         key.bases(Query::BG2Input, &params.b_g2, 0, b_in),
         &b_in_scalars,
@@ -173,8 +188,8 @@ pub fn prove_with_key(
         key.bases(Query::BG2Aux, &params.b_g2, b_in, lens.b_g2),
         &b_aux,
     )?;
-    split(&mut msms.b_g2);
-    let msm = t.elapsed();
+    msms.b_g2 = laps.split();
+    let msm = t.elapsed().saturating_sub(laps.paused);
 
     Ok((
         MsmResults {
@@ -193,6 +208,34 @@ pub fn prove_with_key(
             abc_in_step: deferred.is_some(),
         },
     ))
+}
+
+/// Each MSM's time, the pauses between them left out.
+struct Laps {
+    lap: Instant,
+    paused: Duration,
+}
+
+impl Laps {
+    fn new() -> Self {
+        Laps {
+            lap: Instant::now(),
+            paused: Duration::ZERO,
+        }
+    }
+
+    /// Time since the last split or pause.
+    fn split(&mut self) -> Duration {
+        let now = Instant::now();
+        let d = now - self.lap;
+        self.lap = now;
+        d
+    }
+
+    fn pause(&mut self, between: &mut dyn FnMut() -> Duration) {
+        self.paused += between();
+        self.lap = Instant::now();
+    }
 }
 
 /// The proof from the MSM results and the blinding factors:

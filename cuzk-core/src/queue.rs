@@ -115,6 +115,19 @@ impl<T> PriorityQueue<T> {
         }
     }
 
+    /// The most urgent item if `pred` accepts it (its priority and the item), without
+    /// waiting: None when the queue is empty or its head is refused.
+    pub fn pop_if(&self, pred: impl Fn(Priority, &T) -> bool) -> Option<T> {
+        let mut st = self.state.lock();
+        let head = st.heap.peek()?;
+        if !pred(head.priority, &head.item) {
+            return None;
+        }
+        let e = st.heap.pop()?;
+        self.not_full.notify_one();
+        Some(e.item)
+    }
+
     /// Remove every item matching `pred` (cancellation); returns how many were removed.
     pub fn remove_where(&self, pred: impl Fn(&T) -> bool) -> usize {
         let mut st = self.state.lock();
@@ -176,6 +189,20 @@ mod tests {
         ]);
         let order: Vec<_> = (0..5).map(|_| q.pop().unwrap()).collect();
         assert_eq!(order, ["c1", "h1", "n1", "n2", "l1"]);
+    }
+
+    #[test]
+    fn pop_if_takes_only_an_accepted_head() {
+        let q = PriorityQueue::new(16);
+        assert_eq!(q.pop_if(|_, _| true), None::<&str>, "empty");
+        q.push_all([(Priority::Normal, 1, "n1"), (Priority::Critical, 2, "c1")]);
+        let critical = |p: Priority, _: &&str| p == Priority::Critical;
+        assert_eq!(q.pop_if(critical), Some("c1"));
+        // The head is now NORMAL: refused, and left where it was.
+        assert_eq!(q.pop_if(critical), None);
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.pop_if(|_, item| *item == "n1"), Some("n1"));
+        assert!(q.is_empty());
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //!   (a retry under the same id then succeeds);
 //! - `synth-delay-ms=<n>`: every partition's synthesis takes at least n ms longer;
 //! - `device-delay-ms=<n>`: every partition holds its device n ms longer (under its lock);
+//! - `phase-delay-ms=<n>`: each phase of a device step that may let waiting CRITICAL work
+//!   in (the H polynomial, each MSM but the last; pipeline.rs) ends n ms later;
 //! - `srs-load-delay-ms=<n>`: every parameter set loaded for queued jobs takes n ms longer
 //!   (on the loader thread; PreloadSRS is not delayed).
 //!
@@ -38,6 +40,8 @@ pub struct TestHooks {
     pub synthesis_delay: Duration,
     /// Added to every partition's device step, inside the device lock.
     pub device_delay: Duration,
+    /// Added after each phase of a device step but the last, under its lock.
+    pub phase_delay: Duration,
     /// Added to every load of a set for queued jobs (loading.rs).
     pub srs_load_delay: Duration,
     /// Prove on this backend (one device, `test0`) instead of the configured devices: a
@@ -87,6 +91,7 @@ impl TestHooks {
                 }
                 "synth-delay-ms" => hooks.synthesis_delay = ms()?,
                 "device-delay-ms" => hooks.device_delay = ms()?,
+                "phase-delay-ms" => hooks.phase_delay = ms()?,
                 "srs-load-delay-ms" => hooks.srs_load_delay = ms()?,
                 other => return Err(format!("{ENV}: unknown hook {other:?}")),
             }
@@ -99,8 +104,18 @@ impl TestHooks {
             || self.device_error.is_some()
             || !self.synthesis_delay.is_zero()
             || !self.device_delay.is_zero()
+            || !self.phase_delay.is_zero()
             || !self.srs_load_delay.is_zero()
             || self.device_backend.is_some()
+    }
+}
+
+impl TestHooks {
+    /// The `phase-delay-ms` hook: a step's phase made longer, where a test catches it.
+    pub fn pause_between_phases(&self) {
+        if !self.phase_delay.is_zero() {
+            std::thread::sleep(self.phase_delay);
+        }
     }
 }
 
@@ -111,9 +126,10 @@ mod tests {
     #[test]
     fn parses_and_rejects() {
         let h = TestHooks::parse(
-            "synth-panic=r1; synth-delay-ms=20;device-delay-ms=5;srs-load-delay-ms=7",
+            "synth-panic=r1; synth-delay-ms=20;device-delay-ms=5;srs-load-delay-ms=7;phase-delay-ms=3",
         )
         .unwrap();
+        assert_eq!(h.phase_delay, Duration::from_millis(3));
         assert_eq!(h.srs_load_delay, Duration::from_millis(7));
         assert!(h.synthesis_panic.is_some());
         assert_eq!(h.synthesis_delay, Duration::from_millis(20));

@@ -69,6 +69,10 @@ struct Args {
     /// true); `--abc-on-device=false` evaluates them on the synthesis threads.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
     abc_on_device: Option<bool>,
+    /// Let a waiting WinningPoSt (CRITICAL) onto a device between the phases of a longer
+    /// step (engine `urgent_between_phases`, default true); `=false`: after the step.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+    urgent_between_phases: Option<bool>,
     /// Drop a parameter set's host copy once the GPUs hold it (engine
     /// `release_host_params`, default true, for sets of `release_host_params_min_bytes`);
     /// `--release-host-params=false` keeps every set on the host too.
@@ -121,6 +125,9 @@ impl Args {
         }
         if let Some(v) = self.abc_on_device {
             c.engine.abc_on_device = v;
+        }
+        if let Some(v) = self.urgent_between_phases {
+            c.engine.urgent_between_phases = v;
         }
         if let Some(v) = self.release_host_params {
             c.engine.release_host_params = v;
