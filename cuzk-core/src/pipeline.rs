@@ -1,6 +1,7 @@
 //! The way of a partition, top to bottom: a synthesis worker takes it from the gate, its room
 //! reserved (gate.rs: most urgent first, room for urgent work kept), and synthesizes its
-//! circuit; a device worker proves it under the device's mutex; a finalize
+//! circuit; a device worker proves it under the device's mutex (letting a waiting
+//! WinningPoSt in between the phases of a longer step: `urgent_between_phases`); a finalize
 //! worker assembles and verifies it; the last partition completes the job. Finalizing on its
 //! own workers keeps the device worker on the device: done inline, the public inputs and
 //! verification (~43 ms a partition at 2^18) left each H200 idle 38% of a sweep.
