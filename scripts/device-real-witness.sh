@@ -19,6 +19,8 @@
 #                                             # in stages, then in series; the probe
 #   scripts/device-real-witness.sh packed     # params; the PoRep J=24 sweep with the aux
 #                                             # packed, then plain (CUZK_PACK_AUX=0)
+#   scripts/device-real-witness.sh between    # PoRep + WinningPoSt params; the probe under
+#                                             # PoRep load, --urgent-between-phases on, off
 #   scripts/device-real-witness.sh pools      # NTT/H tests and figures; params (vectors from
 #                                             # .device/vec if carried); cuda_filecoin; the
 #                                             # PoRep J=24 sweep; the probe (urgent pools)
@@ -109,6 +111,22 @@ pools)
         --manifest-dir "$W/vec" --log "$OUT/probe-daemon.log" --daemon-arg=--backend=cuda \
         --daemon-arg=--param-dir="$W/params" --daemon-arg=--synthesis-workers=8
     tail -12 "$OUT/probe.log"
+    ;;
+between)
+    # The WinningPoSt probe under real 2 KiB PoRep load with the daemon's
+    # --urgent-between-phases on, then off; PoRep and WinningPoSt parameters only, sectors
+    # carried in .device/vec (gen-vanilla porep, winning).
+    step params 330 "$B/cuzk-client" params generate --sector-size 2KiB --kinds porep,winning \
+        --dir "$W/params"
+    for between in true false; do
+        step "probe-$between" 200 "$B/cuzk-client" bench --spawn --load porep:16 \
+            --probe winning:60 --manifest-dir .device/vec --param-dir "$W/params" \
+            --log "$OUT/probe-daemon-$between.log" --daemon-arg=--backend=cuda \
+            --daemon-arg=--param-dir="$W/params" --daemon-arg=--synthesis-workers=8 \
+            --daemon-arg=--urgent-between-phases="$between"
+        echo "== urgent_between_phases=$between"
+        tail -8 "$OUT/probe-$between.log"
+    done
     ;;
 stages)
     # Real 2 KiB PoRep through the daemon with the MSM sort in stages beside the
