@@ -73,16 +73,17 @@ async fn run(between: bool, seed: u64) -> Run {
         .submit(synthetic("sealing", Priority::Normal, seed + 1))
         .unwrap()
         .job_id;
-    // Until the NORMAL step holds the device.
-    let on_device = |id: &str| {
-        engine.status().devices.iter().any(|d| {
-            d.current_job
-                .as_ref()
-                .is_some_and(|(j, _)| j.as_str() == id)
-        })
+    // The job on the (one) device now.
+    let current = || {
+        engine
+            .status()
+            .devices
+            .iter()
+            .find_map(|d| d.current_job.as_ref().map(|(j, _)| j.to_string()))
     };
+    // Until the NORMAL step holds the device.
     let t = Instant::now();
-    while !on_device(&normal) {
+    while current().as_deref() != Some(normal.as_str()) {
         assert!(
             t.elapsed() < Duration::from_secs(60),
             "the NORMAL step never started"
@@ -94,13 +95,6 @@ async fn run(between: bool, seed: u64) -> Run {
         .submit(synthetic("winning", Priority::Critical, seed + 2))
         .unwrap()
         .job_id;
-    let current = || {
-        engine
-            .status()
-            .devices
-            .iter()
-            .find_map(|d| d.current_job.as_ref().map(|(j, _)| j.to_string()))
-    };
     let watch = async {
         // The device's current job, consecutive repeats dropped, over both steps.
         let mut order: Vec<String> = Vec::new();
