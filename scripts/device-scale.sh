@@ -231,6 +231,7 @@ probe)
     # timed alone, then beside ${LOAD:-2} PoRep-shaped 2^LOG x 10 jobs in flight; once per
     # value in BETWEEN (default: true,false) of the daemon's --urgent-between-phases.
     [[ -x $B/cuda_master ]] && step cuda_master 90 "$B/cuda_master" --test-threads=2
+    [[ -x $B/cuda_msm ]] && step cuda_msm 240 "$B/cuda_msm" --test-threads=2
     gen_set
     step winning-params 240 "$B/cuzk-client" params generate --sector-size 2KiB --kinds winning --dir "$P"
     for between in ${BETWEEN//,/ }; do

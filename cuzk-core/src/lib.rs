@@ -8,6 +8,7 @@
 //! resident waits for it in `loading`, off the synthesis workers.
 pub mod atomic_file;
 pub mod backend;
+pub mod between;
 pub mod budget;
 pub mod config;
 pub mod engine;

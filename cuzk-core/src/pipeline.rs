@@ -1,7 +1,7 @@
 //! The way of a partition, top to bottom: a synthesis worker takes it from the gate, its room
 //! reserved (gate.rs: most urgent first, room for urgent work kept), and synthesizes its
 //! circuit; a device worker proves it under the device's mutex (letting a waiting
-//! WinningPoSt in between the phases of a longer step: `urgent_between_phases`); a finalize
+//! WinningPoSt in at the pause points of a longer step: `UrgentBetween`); a finalize
 //! worker assembles and verifies it; the last partition completes the job. Finalizing on its
 //! own workers keeps the device worker on the device: done inline, the public inputs and
 //! verification (~43 ms a partition at 2^18) left each H200 idle 38% of a sweep.
@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::BackendError;
+use crate::between::Between;
 use crate::finalize::finalize_partition;
 use crate::footprint::{partition_bytes_bound, partition_peak_bytes, HostCopies, PartitionShape};
 use crate::gate::{Lane, Take};
@@ -233,25 +234,66 @@ enum Lock {
 /// (~1 GB at 2^22) fits beside a 2^27 step's. Larger work waits for the step's end.
 const BETWEEN_PHASES_MAX_DOMAIN: usize = 1 << 24;
 
-/// Runs the CRITICAL partitions waiting for a device between the phases of a running step
-/// of lower priority (prove.rs, `prove_with_key_between`), under that step's lock. A
-/// WinningPoSt behind a 2^27 PoRep step then waits for the phase in progress (H's MSM at
-/// most, ~0.8 s) instead of the whole step (~1.4 s). Returns the time it took.
-fn urgent_between_phases(shared: &Shared, device: &Device, running: Priority) -> Duration {
-    if running >= Priority::Critical || !shared.config.urgent_between_phases {
-        return Duration::ZERO;
+/// Whether `work` (of priority `p`) may run at the pause points of a lower-priority step.
+fn lets_in(p: Priority, work: &SynthesizedWork) -> bool {
+    p == Priority::Critical
+        && work.synth.num_constraints().next_power_of_two() <= BETWEEN_PHASES_MAX_DOMAIN
+}
+
+/// The pause points of a device step (prove.rs, `prove_with_key_between`): between its
+/// phases and between the stages of its H MSM, the CRITICAL partitions waiting for a device
+/// run under the step's lock. A WinningPoSt behind a 2^27 PoRep step then waits for the
+/// part of a phase in progress (the H polynomial or a third of H's MSM, ~0.3 s) instead of
+/// the whole step (~1.4 s).
+struct UrgentBetween<'a> {
+    shared: &'a Shared,
+    device: &'a Device,
+    /// Whether the step took the lock for itself: a CPU retry's and a let-in step's pause
+    /// points do nothing (the test hook's phase delay included).
+    own_lock: bool,
+    /// Whether work is let in: into a step of lower priority than CRITICAL (nothing would
+    /// overtake one anyway), when the configuration allows.
+    open: bool,
+    /// What was let in so far (its own GPU_START..GPU_END lie inside this step's).
+    let_in: Duration,
+}
+
+impl<'a> UrgentBetween<'a> {
+    fn new(shared: &'a Shared, device: &'a Device, running: Priority, lock: Lock) -> Self {
+        let own_lock = lock == Lock::Take;
+        UrgentBetween {
+            shared,
+            device,
+            own_lock,
+            open: own_lock && running < Priority::Critical && shared.config.urgent_between_phases,
+            let_in: Duration::ZERO,
+        }
     }
-    let fits = |p: Priority, w: &SynthesizedWork| {
-        p == Priority::Critical
-            && w.synth.num_constraints().next_power_of_two() <= BETWEEN_PHASES_MAX_DOMAIN
-    };
-    let mut let_in = Duration::ZERO;
-    while let Some(work) = shared.prove_queue.pop_if(fits) {
+}
+
+impl Between for UrgentBetween<'_> {
+    fn waiting(&self) -> bool {
+        self.open && self.shared.prove_queue.head_is(lets_in)
+    }
+
+    fn run(&mut self) -> Duration {
+        if !self.own_lock {
+            return Duration::ZERO;
+        }
+        self.shared.test_hooks.pause_between_phases();
+        if !self.open {
+            return Duration::ZERO;
+        }
         let t = Instant::now();
-        serve(shared, device, work, Lock::Held);
-        let_in += t.elapsed();
+        let mut ran = false;
+        while let Some(work) = self.shared.prove_queue.pop_if(lets_in) {
+            serve(self.shared, self.device, work, Lock::Held);
+            ran = true;
+        }
+        let d = if ran { t.elapsed() } else { Duration::ZERO };
+        self.let_in += d;
+        d
     }
-    let_in
 }
 
 /// One synthesized partition on `device`: proven, or on a device fault sent back for a CPU
@@ -347,17 +389,7 @@ fn prove_partition(
             &[("partition", &index), ("device", &dev)],
         );
         let t = Instant::now();
-        // Time spent in partitions let in between this step's phases (not this step's).
-        let mut let_in = Duration::ZERO;
-        let mut between = || {
-            if lock != Lock::Take {
-                return Duration::ZERO;
-            }
-            shared.test_hooks.pause_between_phases();
-            let d = urgent_between_phases(shared, device, job.priority);
-            let_in += d;
-            d
-        };
+        let mut between = UrgentBetween::new(shared, device, job.priority, lock);
         if !shared.test_hooks.device_delay.is_zero() {
             std::thread::sleep(shared.test_hooks.device_delay);
         }
@@ -387,6 +419,8 @@ fn prove_partition(
                 })
             })
         };
+        // Time spent in partitions let in at this step's pause points (not this step's).
+        let let_in = between.let_in;
         let elapsed = t.elapsed().saturating_sub(let_in);
         // The step's high-water point is behind us; the reading keeps it (gpu.rs).
         device.sample_memory();

@@ -11,6 +11,7 @@ use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use group::{prime::PrimeCurveAffine, Curve};
 
 use crate::backend::{Backend, BackendError, Query};
+use crate::between::{Between, Counted, Nothing};
 use crate::key::Key;
 use crate::synth::Synthesized;
 
@@ -80,20 +81,22 @@ pub fn prove_with_key(
     key: Key<'_>,
     synth: Synthesized,
 ) -> Result<(MsmResults, DeviceTimings), ProveError> {
-    prove_with_key_between(backend, key, synth, &mut || Duration::ZERO)
+    prove_with_key_between(backend, key, synth, &mut Nothing)
 }
 
-/// As [`prove_with_key`], calling `between` between the step's phases (after the H
-/// polynomial and after each MSM but the last). The pipeline runs waiting CRITICAL
-/// partitions there, so that a WinningPoSt does not wait for a whole 2^27 step; `between`
-/// returns how long it took, which the step's own timings leave out. It may use the
-/// backend: nothing of this step is in flight at those points (every phase ends with its
-/// result on the host), and this step's device buffers are its own.
+/// As [`prove_with_key`], letting `between`'s work in at the step's pause points: between
+/// its phases (after the H polynomial and after each MSM but the last) and inside H's MSM
+/// where the backend has pause points (the CUDA backend: between its stages at 2^24 and
+/// more). The pipeline runs waiting CRITICAL partitions there, so that a WinningPoSt does
+/// not wait for a whole 2^27 step; the time they take is left out of the step's timings.
+/// They may use the backend: nothing of this step is in flight at those points (every
+/// phase ends with its result on the host, an MSM finishes its queued work before it
+/// pauses), and this step's device buffers are its own.
 pub fn prove_with_key_between(
     backend: &dyn Backend,
     key: Key<'_>,
     synth: Synthesized,
-    between: &mut dyn FnMut() -> Duration,
+    between: &mut dyn Between,
 ) -> Result<(MsmResults, DeviceTimings), ProveError> {
     check_shapes(&key, &synth)?;
     let params = key.params;
@@ -140,7 +143,7 @@ pub fn prove_with_key_between(
         }
     };
     let ntt = t.elapsed();
-    between();
+    between.run();
 
     let t = Instant::now();
     let n_in = input.len();
@@ -150,9 +153,12 @@ pub fn prove_with_key_between(
     let mut msms = MsmTimings::default();
     let mut laps = Laps::new();
 
-    let h = backend.msm_g1_vec(key.bases(Query::H, &params.h, 0, lens.h), &h_coeffs)?;
+    let mut inside = Counted::new(&mut *between);
+    let h_bases = key.bases(Query::H, &params.h, 0, lens.h);
+    let h = backend.msm_g1_vec_between(h_bases, &h_coeffs, &mut inside)?;
+    let let_in = inside.total;
     drop(h_coeffs);
-    msms.h = laps.split();
+    msms.h = laps.split_leaving_out(let_in);
     laps.pause(between);
     let aux = match aux {
         Some(aux) => aux,
@@ -226,14 +232,20 @@ impl Laps {
 
     /// Time since the last split or pause.
     fn split(&mut self) -> Duration {
+        self.split_leaving_out(Duration::ZERO)
+    }
+
+    /// As `split`, for a phase that let `let_in` of other work in inside it.
+    fn split_leaving_out(&mut self, let_in: Duration) -> Duration {
         let now = Instant::now();
         let d = now - self.lap;
         self.lap = now;
-        d
+        self.paused += let_in;
+        d.saturating_sub(let_in)
     }
 
-    fn pause(&mut self, between: &mut dyn FnMut() -> Duration) {
-        self.paused += between();
+    fn pause(&mut self, between: &mut dyn Between) {
+        self.paused += between.run();
         self.lap = Instant::now();
     }
 }

@@ -128,6 +128,12 @@ impl<T> PriorityQueue<T> {
         Some(e.item)
     }
 
+    /// Whether the most urgent item is one `pred` accepts (a look: nothing is taken).
+    pub fn head_is(&self, pred: impl Fn(Priority, &T) -> bool) -> bool {
+        let st = self.state.lock();
+        st.heap.peek().is_some_and(|h| pred(h.priority, &h.item))
+    }
+
     /// Remove every item matching `pred` (cancellation); returns how many were removed.
     pub fn remove_where(&self, pred: impl Fn(&T) -> bool) -> usize {
         let mut st = self.state.lock();
@@ -192,12 +198,15 @@ mod tests {
     }
 
     #[test]
-    fn pop_if_takes_only_an_accepted_head() {
+    fn pop_if_takes_only_an_accepted_head_and_head_is_looks() {
         let q = PriorityQueue::new(16);
         assert_eq!(q.pop_if(|_, _| true), None::<&str>, "empty");
         q.push_all([(Priority::Normal, 1, "n1"), (Priority::Critical, 2, "c1")]);
         let critical = |p: Priority, _: &&str| p == Priority::Critical;
+        assert!(q.head_is(critical), "the head is CRITICAL");
+        assert_eq!(q.len(), 2, "looking takes nothing");
         assert_eq!(q.pop_if(critical), Some("c1"));
+        assert!(!q.head_is(critical));
         // The head is now NORMAL: refused, and left where it was.
         assert_eq!(q.pop_if(critical), None);
         assert_eq!(q.len(), 1);

@@ -595,5 +595,51 @@ fn device_scalars_in_sort_stages_match_cpu() {
         assert_eq!(on_dev.download(&dev).unwrap(), cuda::as_limbs(&s), "{what}");
         println!("stages, {what}: G1 (three paths) and G2 identical to the CPU");
     }
+    let_in_between_stages(&dev, &p1, &mut rng);
     std::env::remove_var("CUZK_MSM_STAGES");
+}
+
+/// Other MSMs run at the stages' pause points (the daemon's WinningPoSt inside a 2^27 H
+/// MSM): on the same device and streams, with host and with device scalars (whose stages
+/// use the side stream the paused MSM sorts on); every result, outer and inner, exact.
+fn let_in_between_stages(dev: &GpuDevice, points: &[G1Affine], rng: &mut ChaCha20Rng) {
+    struct Nested<'a> {
+        dev: &'a GpuDevice,
+        points: &'a [G1Affine],
+        scalars: Vec<Scalar>,
+        got: Vec<G1Affine>,
+    }
+    impl kmsm::LetIn for Nested<'_> {
+        fn waiting(&mut self) -> bool {
+            true
+        }
+        fn run(&mut self) {
+            let on_dev = DeviceScalars::upload(self.dev, cuda::as_limbs(&self.scalars)).unwrap();
+            let host = kmsm::msm_g1(self.dev, Bases::Host(self.points), &self.scalars).unwrap();
+            let dev = kmsm::msm_g1_device_scalars(self.dev, Bases::Host(self.points), &on_dev);
+            self.got
+                .extend([host.to_affine(), dev.unwrap().to_affine()]);
+        }
+    }
+    let s = random_scalars(points.len(), rng);
+    let mut nested = Nested {
+        dev,
+        points,
+        scalars: random_scalars(points.len() - 11, rng),
+        got: Vec::new(),
+    };
+    let on_dev = DeviceScalars::upload(dev, cuda::as_limbs(&s)).unwrap();
+    // Plain bases: a set per window, so three stages and two pause points between them.
+    let outer =
+        kmsm::msm_g1_device_scalars_letting_in(dev, Bases::Host(points), &on_dev, &mut nested)
+            .unwrap();
+    assert_eq!(
+        outer.to_affine(),
+        G1Projective::cpu(points, &s).aff(),
+        "outer"
+    );
+    assert_eq!(nested.got.len(), 4, "two pauses, two MSMs each");
+    let inner = G1Projective::cpu(&points[..nested.scalars.len()], &nested.scalars).aff();
+    assert!(nested.got.iter().all(|g| *g == inner), "the MSMs let in");
+    println!("stages, let in at both pause points: outer and 4 inner MSMs identical to the CPU");
 }

@@ -1,13 +1,23 @@
 //! The master test of the prover: with fixed r and s our proof bytes equal bellperson
-//! 0.27's `create_proof` bytes, and bellperson's verifier accepts them.
+//! 0.27's `create_proof` bytes, and bellperson's verifier accepts them; with work let in at
+//! the step's pause points too.
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use bellperson::groth16::{self, Parameters};
 use blstrs::{Bls12, Scalar};
+use std::time::{Duration, Instant};
+
+use blstrs::{G1Projective, G2Projective};
 use cuzk_core::backend::cpu::CpuBackend;
+use cuzk_core::backend::{Backend, BackendError, G1Bases, G2Bases, ScalarVec};
+use cuzk_core::between::Between;
+use cuzk_core::footprint::HostCopies;
+use cuzk_core::key::Key;
 use cuzk_core::kinds::porep_shaped::PorepShaped;
 use cuzk_core::kinds::synthetic::SyntheticCircuit;
-use cuzk_core::prove::{assemble, proof_bytes, prove_circuit, prove_on_device};
+use cuzk_core::prove::{
+    assemble, proof_bytes, prove_circuit, prove_on_device, prove_with_key_between,
+};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -184,4 +194,93 @@ fn mismatched_parameters_are_an_error_not_a_panic() {
     );
     let err = r.unwrap_err().to_string();
     assert!(err.contains("parameters do not fit"), "{err}");
+}
+
+/// The CPU backend with a pause point inside H's MSM, where the CUDA backend has its stages'.
+struct PausingCpu;
+
+impl Backend for PausingCpu {
+    fn name(&self) -> String {
+        "cpu, pausing in H".into()
+    }
+    fn host_copies(&self) -> HostCopies {
+        CpuBackend.host_copies()
+    }
+    fn h_polynomial(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<Vec<Scalar>, BackendError> {
+        CpuBackend.h_polynomial(a, b, c)
+    }
+    fn msm_g1_vec_between(
+        &self,
+        bases: G1Bases<'_>,
+        v: &ScalarVec<'_>,
+        between: &mut dyn Between,
+    ) -> Result<G1Projective, BackendError> {
+        assert!(between.waiting(), "the test's work always waits");
+        between.run();
+        self.msm_g1_vec(bases, v)
+    }
+    fn msm_g1(&self, bases: G1Bases<'_>, scalars: &[Scalar]) -> Result<G1Projective, BackendError> {
+        CpuBackend.msm_g1(bases, scalars)
+    }
+    fn msm_g2(&self, bases: G2Bases<'_>, scalars: &[Scalar]) -> Result<G2Projective, BackendError> {
+        CpuBackend.msm_g2(bases, scalars)
+    }
+}
+
+/// Work let in that takes `LET_IN` each time it runs.
+struct Slow {
+    runs: u32,
+}
+
+const LET_IN: Duration = Duration::from_millis(100);
+
+impl Between for Slow {
+    fn waiting(&self) -> bool {
+        true
+    }
+    fn run(&mut self) -> Duration {
+        std::thread::sleep(LET_IN);
+        self.runs += 1;
+        LET_IN
+    }
+}
+
+/// Work let in at a step's pause points (pipeline.rs lets a WinningPoSt in there) changes no
+/// proof byte, runs at each of them (after the H polynomial, inside H's MSM where the
+/// backend pauses, after four of the five MSMs), and is left out of the step's timings.
+#[test]
+fn work_let_in_at_the_pause_points_changes_no_byte_and_no_timing() {
+    let mut rng = ChaCha20Rng::seed_from_u64(21);
+    let params =
+        groth16::generate_random_parameters::<Bls12, _, _>(SyntheticCircuit::new(10, 0), &mut rng)
+            .unwrap();
+    let circuit = SyntheticCircuit::new(10, 3);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let synth = cuzk_core::synth::synthesize_partition(circuit.clone()).unwrap();
+    let mut slow = Slow { runs: 0 };
+    let t = Instant::now();
+    let (msm, timings) =
+        prove_with_key_between(&PausingCpu, Key::new("t", &params), synth, &mut slow).unwrap();
+    let wall = t.elapsed();
+    let theirs = groth16::create_proof(circuit, &params, r, s).unwrap();
+    let ours = assemble(&params.vk, &msm, r, s).unwrap();
+    assert_eq!(proof_bytes(&ours), proof_bytes(&theirs));
+    assert_eq!(
+        slow.runs, 6,
+        "1 after the H polynomial, 1 inside H, 4 after MSMs"
+    );
+    let own = wall - LET_IN * slow.runs;
+    assert!(
+        timings.ntt + timings.msm <= own,
+        "the step's timings ({:?} + {:?}) hold none of the {} let-ins ({wall:?} in all)",
+        timings.ntt,
+        timings.msm,
+        slow.runs
+    );
+    assert!(timings.msms.h < LET_IN, "H's MSM leaves its let-in out");
 }

@@ -1,5 +1,5 @@
 //! A CRITICAL partition is let onto the device between the phases of a running NORMAL step
-//! (pipeline.rs, `urgent_between_phases`), and waits for the whole step when that is off.
+//! (pipeline.rs, `UrgentBetween`), and waits for the whole step when that is off.
 //! CPU backend, 2^10 synthetic circuits; the `phase_delay` hook makes each phase of a step
 //! 400 ms longer, so the step being overtaken is long and its phases are where the test
 //! catches it. Both proofs are verified by the engine (Completed) either way.

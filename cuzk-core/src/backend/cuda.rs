@@ -9,6 +9,7 @@ use cuzk_kernels::{DeviceScalars, GpuDevice, GpuError};
 use ff::Field;
 
 use super::{Backend, BackendError, FromMatrices, G1Bases, G2Bases, Query, ScalarVec};
+use crate::between::Between;
 use crate::footprint::HostCopies;
 use crate::matrices::Matrices;
 use crate::packed::PackedScalars;
@@ -228,6 +229,20 @@ impl Backend for CudaBackend {
         match v {
             ScalarVec::Host(h) => msm::msm_g1(&self.dev, bases, h),
             ScalarVec::Device(d) => msm::msm_g1_device_scalars(&self.dev, bases, d),
+        }
+    }
+
+    fn msm_g1_vec_between(
+        &self,
+        bases: G1Bases<'_>,
+        v: &ScalarVec<'_>,
+        between: &mut dyn Between,
+    ) -> Result<G1Projective, BackendError> {
+        match v {
+            ScalarVec::Host(h) => msm::msm_g1(&self.dev, bases, h),
+            ScalarVec::Device(d) => {
+                msm::msm_g1_device_scalars_between(&self.dev, bases, d, between)
+            }
         }
     }
 

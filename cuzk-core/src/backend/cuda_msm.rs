@@ -24,6 +24,7 @@ use cuzk_kernels::{DeviceScalars, GpuDevice};
 
 use super::device_error;
 use crate::backend::{cpu, BackendError, G1Bases, G2Bases, Query};
+use crate::between::Between;
 
 /// Share of a device's memory that resident bases may take by default; the rest is the
 /// MSM and NTT working space (an MSM of 2^27 in G1 needs about 12 GB of it).
@@ -82,6 +83,39 @@ pub fn msm_g1_device_scalars(
         }
     }
     .map_err(device_error)
+}
+
+/// As [`msm_g1_device_scalars`], letting `between`'s work in between the MSM's stages.
+pub fn msm_g1_device_scalars_between(
+    dev: &GpuDevice,
+    bases: G1Bases<'_>,
+    scalars: &DeviceScalars,
+    between: &mut dyn Between,
+) -> Result<G1Projective, BackendError> {
+    check_shape(bases.len, scalars.len())?;
+    let mut let_in = LetIn(between);
+    match resident::<G1>(dev, &bases)? {
+        Some(d) => {
+            msm::msm_g1_device_scalars_letting_in(dev, Bases::Device(&d), scalars, &mut let_in)
+        }
+        None => {
+            let points = bases.host(scalars.len())?;
+            msm::msm_g1_device_scalars_letting_in(dev, Bases::Host(points), scalars, &mut let_in)
+        }
+    }
+    .map_err(device_error)
+}
+
+/// The kernels' pause points, answered by the step's [`Between`] (which counts the time).
+struct LetIn<'a>(&'a mut dyn Between);
+
+impl msm::LetIn for LetIn<'_> {
+    fn waiting(&mut self) -> bool {
+        self.0.waiting()
+    }
+    fn run(&mut self) {
+        self.0.run();
+    }
 }
 
 /// As [`msm_g1_device_scalars`], in G2.

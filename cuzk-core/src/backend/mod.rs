@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
+use crate::between::Between;
 use crate::footprint::HostCopies;
 use crate::matrices::Matrices;
 use crate::packed::PackedScalars;
@@ -275,6 +276,19 @@ pub trait Backend: Send + Sync {
             ScalarVec::Host(h) => self.msm_g1(bases, h),
             ScalarVec::Device(_) => Err(no_device()),
         }
+    }
+
+    /// As `msm_g1_vec`, letting `between`'s work in at the MSM's own pause points: the CUDA
+    /// backend has them between the stages of an MSM of 2^24 scalars or more (a 2^27
+    /// partition's H), a backend without any runs the MSM through.
+    fn msm_g1_vec_between(
+        &self,
+        bases: G1Bases<'_>,
+        v: &ScalarVec<'_>,
+        between: &mut dyn Between,
+    ) -> Result<G1Projective, BackendError> {
+        let _ = between;
+        self.msm_g1_vec(bases, v)
     }
 
     /// As `msm_g1_vec`, in G2.

@@ -514,6 +514,8 @@ fn split<G: MsmGroup>(
         dev,
         Bases::Device(&gathered),
         Scalars::Device(&others_scalars),
+        // The others of a bit-heavy vector are a few percent of it: too short to pause in.
+        &mut NoLetIn,
     )?;
     prof.mark("others")?;
     Ok(Outcome::Done(G::add(&ones_sum, &rest)))

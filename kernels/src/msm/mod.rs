@@ -54,6 +54,7 @@ use plan::*;
 use scan::exclusive_scan;
 pub use select::{select_scalars, upload_packed, upload_packed_pinned, PackedParts, PackedWord};
 use stages::*;
+pub use stages::{LetIn, NoLetIn};
 
 /// Buckets per reduction segment: each level divides the points left by this. A power of
 /// two, so that the host multiplies by it with doublings. The reduction is bound by its
@@ -187,6 +188,24 @@ pub fn msm_g1_device_scalars(
     msm::<G1>(dev, bases, Scalars::Device(scalars))
 }
 
+/// As [`msm_g1_device_scalars`], letting `let_in`'s work in at the MSM's pause points
+/// (between the stages of an MSM of 2^24 scalars or more, and between chunks): the daemon's
+/// H MSM, during which a WinningPoSt would otherwise wait ~0.8 s at 2^27.
+pub fn msm_g1_device_scalars_letting_in(
+    dev: &GpuDevice,
+    bases: Bases<'_, G1>,
+    scalars: &DeviceScalars,
+    let_in: &mut dyn LetIn,
+) -> Result<G1Projective> {
+    msm_letting_in::<G1>(
+        dev,
+        bases,
+        Scalars::Device(scalars),
+        BitsSplit::from_env(),
+        let_in,
+    )
+}
+
 /// As [`msm_g1_device_scalars`], in G2.
 pub fn msm_g2_device_scalars(
     dev: &GpuDevice,
@@ -204,6 +223,16 @@ pub fn msm_with_split<G: MsmGroup>(
     bases: Bases<'_, G>,
     scalars: Scalars<'_>,
     split: BitsSplit,
+) -> Result<G::Projective> {
+    msm_letting_in::<G>(dev, bases, scalars, split, &mut NoLetIn)
+}
+
+fn msm_letting_in<G: MsmGroup>(
+    dev: &GpuDevice,
+    bases: Bases<'_, G>,
+    scalars: Scalars<'_>,
+    split: BitsSplit,
+    let_in: &mut dyn LetIn,
 ) -> Result<G::Projective> {
     if bases.len() < scalars.len() {
         return Err(GpuError::Invalid(format!(
@@ -226,7 +255,7 @@ pub fn msm_with_split<G: MsmGroup>(
         }
         bits::Outcome::Pippenger(None) => scalars,
     };
-    pippenger::<G>(dev, bases, scalars)
+    pippenger::<G>(dev, bases, scalars, let_in)
 }
 
 /// Where an MSM's scalars are (blstrs Montgomery form either way).
@@ -347,6 +376,7 @@ fn pippenger<G: MsmGroup>(
     dev: &GpuDevice,
     bases: Bases<'_, G>,
     scalars: Scalars<'_>,
+    let_in: &mut dyn LetIn,
 ) -> Result<G::Projective> {
     if bases.len() < scalars.len() {
         return Err(GpuError::Invalid(format!(
@@ -378,10 +408,13 @@ fn pippenger<G: MsmGroup>(
     while start < n {
         let end = (start + chunk).min(n);
         let part = scalars.range(start, end);
-        match msm_chunk::<G>(dev, &kernels, &bases, start, end - start, part) {
+        match msm_chunk::<G>(dev, &kernels, &bases, start, end - start, part, let_in) {
             Ok(part) => {
                 total = G::add(&total, &part);
                 start = end;
+                if start < n {
+                    pause(dev, dev.stream(), let_in)?;
+                }
             }
             // Memory taken by someone else since we planned: retry this chunk smaller.
             Err(GpuError::Driver(e))
@@ -405,6 +438,7 @@ fn msm_chunk<G: MsmGroup>(
     offset: usize,
     n: usize,
     scalars: Scalars<'_>,
+    let_in: &mut dyn LetIn,
 ) -> Result<G::Projective> {
     let stream = dev.stream();
     dev.ctx().bind_to_thread()?;
@@ -499,6 +533,9 @@ fn msm_chunk<G: MsmGroup>(
                 accumulate_stage::<G>(dev, k, stream, points, m, &stage, &mut buckets)?;
                 if let Some(range) = stages.get(i + 1) {
                     stage = sort(range.clone())?;
+                    // Here the next stage is sorted already, and the later stages keep
+                    // their overlap after a pause.
+                    pause(dev, side, let_in)?;
                 }
                 prof.mark(&format!("stage{i}"))?;
             }

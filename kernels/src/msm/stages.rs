@@ -44,6 +44,40 @@ fn split_sets(sets: u32, want: u32) -> Vec<std::ops::Range<u32>> {
         .collect()
 }
 
+/// Work an MSM lets in at its pause points: between the stages of a staged MSM and between
+/// chunks. The daemon runs a waiting WinningPoSt there instead of behind the whole 2^27 H
+/// MSM (~0.8 s; one stage is ~0.27 s).
+pub trait LetIn {
+    /// Whether anything waits. Asked at every pause point, so it must be cheap.
+    fn waiting(&mut self) -> bool;
+    /// Runs what waits. Everything the MSM queued so far has finished by then, so the time
+    /// is the let-in work's own; what it queues on the device's streams runs before the MSM
+    /// goes on, and it must leave the MSM's buffers (its own allocations) alone.
+    fn run(&mut self);
+}
+
+/// Lets nothing in: the MSM runs through.
+pub struct NoLetIn;
+
+impl LetIn for NoLetIn {
+    fn waiting(&mut self) -> bool {
+        false
+    }
+    fn run(&mut self) {}
+}
+
+/// A pause point: when something waits, both streams finish this MSM's queued work, then
+/// `let_in` runs (on the same thread and context).
+pub(super) fn pause(dev: &GpuDevice, side: &Arc<CudaStream>, let_in: &mut dyn LetIn) -> Result<()> {
+    if let_in.waiting() {
+        side.synchronize()?;
+        dev.stream().synchronize()?;
+        let_in.run();
+        dev.ctx().bind_to_thread()?;
+    }
+    Ok(())
+}
+
 /// Makes `stream` wait for everything queued on `side` so far, when dropped.
 pub(super) struct JoinOnDrop<'a> {
     pub(super) stream: &'a Arc<CudaStream>,
