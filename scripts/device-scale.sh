@@ -11,7 +11,8 @@
 #   scripts/device-scale.sh prove LOG    # the 10-partition bench on an existing set, J=1 and J=2
 #   scripts/device-scale.sh probe LOG    # gen; real 2 KiB WinningPoSt timed alone and beside
 #                                        # LOAD (2) PoRep-shaped 2^LOG x 10 jobs (bench --probe),
-#                                        # --urgent-between-phases on and off (BETWEEN)
+#                                        # --urgent-between-phases on and off (BETWEEN),
+#                                        # GAP ms of spread waits before each probe job
 #   scripts/device-scale.sh levels LOG   # final's bench alone (LEVELS, NAME for the logs)
 #   scripts/device-scale.sh count LOG    # MSM tests with the count split per bucket set, gen,
 #                                        # final's bench
@@ -238,7 +239,8 @@ probe)
         m=$(sample_memory "probe-$between-$log")
         step "probe-$between-2p$log" 300 "$B/cuzk-client" bench --spawn --load "synthetic:${LOAD:-2}" \
             --shape porep --log-size "$log" --partitions 10 --probe "winning:${PROBES:-20}" \
-            --probe-manifest .device/vec/winning.json --warmup 1 --param-dir "$P" \
+            --probe-manifest .device/vec/winning.json --probe-gap-ms "${GAP:-0}" \
+            --warmup 1 --param-dir "$P" \
             --log "$OUT/daemon-probe-$between-$log.log" --daemon-arg=--backend=cuda \
             --daemon-arg=--param-dir="$P" --daemon-arg=--synthesis-workers=2 \
             --daemon-arg=--urgent-between-phases="$between"

@@ -77,9 +77,10 @@ pub struct EngineConfig {
     /// upload; README, "a, b, c on the device"). Off: evaluated on the host, as with the CPU
     /// backend (which always does).
     pub abc_on_device: bool,
-    /// Let a waiting CRITICAL partition (a WinningPoSt) onto a device between the phases of
-    /// a lower-priority step (after its H polynomial and after each MSM), under that step's
-    /// lock, instead of after the whole step (~1.4 s at 2^27). Off: it waits for the step.
+    /// Let a waiting CRITICAL partition (a WinningPoSt) onto a device at the pause points of
+    /// a lower-priority step (after its H polynomial, after each MSM, between the stages of
+    /// H's MSM on CUDA), under that step's lock, instead of after the whole step (~1.4 s at
+    /// 2^27). Off: it waits for the step.
     pub urgent_between_phases: bool,
     /// Verify every proof against the verifying key before returning it.
     pub verify_proofs: bool,

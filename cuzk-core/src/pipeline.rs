@@ -218,10 +218,10 @@ pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
 }
 
 /// Whether a device step takes the device's lock, or runs under the lock of a step it was
-/// let in between the phases of.
+/// let into at a pause point.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lock {
-    /// Take it; let waiting CRITICAL partitions in between the step's phases.
+    /// Take it; let waiting CRITICAL partitions in at the step's pause points.
     Take,
     /// Take it; nothing in between (a CPU retry: the waiting work is for the devices).
     TakeAlone,
@@ -229,7 +229,7 @@ enum Lock {
     Held,
 }
 
-/// CRITICAL partitions of at most this domain may run between the phases of another step:
+/// CRITICAL partitions of at most this domain may run at the pause points of another step:
 /// a WinningPoSt (2 KiB to 64 GiB sectors alike) is far below it, and its device memory
 /// (~1 GB at 2^22) fits beside a 2^27 step's. Larger work waits for the step's end.
 const BETWEEN_PHASES_MAX_DOMAIN: usize = 1 << 24;

@@ -69,7 +69,7 @@ struct Args {
     /// true); `--abc-on-device=false` evaluates them on the synthesis threads.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
     abc_on_device: Option<bool>,
-    /// Let a waiting WinningPoSt (CRITICAL) onto a device between the phases of a longer
+    /// Let a waiting WinningPoSt (CRITICAL) onto a device at the pause points of a longer
     /// step (engine `urgent_between_phases`, default true); `=false`: after the step.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
     urgent_between_phases: Option<bool>,

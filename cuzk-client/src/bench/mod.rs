@@ -109,6 +109,11 @@ pub struct BenchArgs {
     /// Synthetic probe: 2^k constraints, one partition [default: --log-size].
     #[arg(long)]
     pub probe_log_size: Option<u32>,
+    /// Probe mode: wait up to MS before each probe job, the waits spread evenly over 0..MS,
+    /// so that the jobs arrive at every point of the load's device steps, as a WinningPoSt
+    /// for a won block does, not in step with them (0: each sent as the last returns).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub probe_gap_ms: u64,
     #[command(flatten)]
     pub filecoin: ProveInputArgs,
 }

@@ -207,21 +207,33 @@ impl Counter {
     }
 }
 
-/// `count` jobs of `role` one after another, each awaited before the next is sent.
+/// `count` jobs of `role` one after another, each awaited before the next is sent, after
+/// a wait of `arrival_gap(i, gap)` (not part of its latency).
 async fn sequential(
     client: &Client,
     role: &Role,
     run: &str,
     n: &mut Counter,
     count: usize,
+    gap: Duration,
     clock: Instant,
 ) -> anyhow::Result<Vec<Outcome>> {
     let mut out = Vec::with_capacity(count);
-    for _ in 0..count {
+    for i in 0..count {
+        tokio::time::sleep(arrival_gap(i, gap)).await;
         let (req, rid) = job(role, run, n.next());
         out.push(prove_one(client.clone(), req, role.priority, rid, clock).await?);
     }
     Ok(out)
+}
+
+/// The wait before probe job `i`: the fractional parts of i times the golden ratio, which
+/// cover 0..1 evenly for any number of jobs, scaled to `max`. A job sent as soon as the last
+/// returns arrives at the same point of each device step (the let-in ends one pause, the
+/// next job comes at the next pause); spread waits measure every point.
+fn arrival_gap(i: usize, max: Duration) -> Duration {
+    const PHI: f64 = 0.618_033_988_749_894_8;
+    max.mul_f64((i as f64 * PHI).fract())
 }
 
 /// Keeps `role.count` jobs in flight until `stop`; then waits for those in flight.
@@ -350,14 +362,15 @@ async fn measure(
     let mut warm_n = Counter(1 << 30);
     for _ in 0..args.warmup {
         eprintln!("warm-up: one {} and one {} job", load.kind, probe.kind);
-        sequential(&client, load, &run, &mut warm_n, 1, clock).await?;
-        sequential(&client, probe, &run, &mut warm_n, 1, clock).await?;
+        sequential(&client, load, &run, &mut warm_n, 1, Duration::ZERO, clock).await?;
+        sequential(&client, probe, &run, &mut warm_n, 1, Duration::ZERO, clock).await?;
     }
     eprintln!(
         "idle: {} {} job(s) one after another",
         probe.count, probe.kind
     );
-    let idle = sequential(&client, probe, &run, &mut probe_n, probe.count, clock).await?;
+    let gap = Duration::from_millis(args.probe_gap_ms);
+    let idle = sequential(&client, probe, &run, &mut probe_n, probe.count, gap, clock).await?;
 
     eprintln!("load: {} {} job(s) in flight", load.count, load.kind);
     let stop = Arc::new(AtomicBool::new(false));
@@ -381,7 +394,7 @@ async fn measure(
     }
     eprintln!("probe under load: {} {} job(s)", probe.count, probe.kind);
     let t0 = clock.elapsed().as_secs_f64();
-    let loaded = sequential(&client, probe, &run, &mut probe_n, probe.count, clock).await;
+    let loaded = sequential(&client, probe, &run, &mut probe_n, probe.count, gap, clock).await;
     let t1 = clock.elapsed().as_secs_f64();
     if loaded.is_ok() {
         eprintln!("load alone for {:.1} s", t1 - t0);
@@ -615,5 +628,30 @@ mod tests {
             roles(&bad).is_err(),
             "an unknown shape is refused before a daemon starts"
         );
+    }
+
+    #[test]
+    fn arrival_gaps_cover_the_range_evenly() {
+        let max = Duration::from_millis(1000);
+        assert_eq!(
+            arrival_gap(0, max),
+            Duration::ZERO,
+            "the first job goes at once"
+        );
+        assert_eq!(
+            arrival_gap(7, Duration::ZERO),
+            Duration::ZERO,
+            "no gap asked"
+        );
+        for n in [5usize, 20, 60] {
+            let mut gaps: Vec<f64> = (0..n).map(|i| arrival_gap(i, max).as_secs_f64()).collect();
+            assert!(gaps.iter().all(|g| (0.0..1.0).contains(g)), "{n}: {gaps:?}");
+            gaps.sort_by(f64::total_cmp);
+            gaps.push(1.0);
+            // No hole wider than 2.7 times the even spacing (the golden ratio's bound is
+            // below that for every n).
+            let widest = gaps.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+            assert!(widest < 2.7 / n as f64, "{n} jobs: a hole of {widest}");
+        }
     }
 }

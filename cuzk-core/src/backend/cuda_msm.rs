@@ -24,7 +24,7 @@ use cuzk_kernels::{DeviceScalars, GpuDevice};
 
 use super::device_error;
 use crate::backend::{cpu, BackendError, G1Bases, G2Bases, Query};
-use crate::between::Between;
+use crate::between::{Between, Nothing};
 
 /// Share of a device's memory that resident bases may take by default; the rest is the
 /// MSM and NTT working space (an MSM of 2^27 in G1 needs about 12 GB of it).
@@ -74,15 +74,7 @@ pub fn msm_g1_device_scalars(
     bases: G1Bases<'_>,
     scalars: &DeviceScalars,
 ) -> Result<G1Projective, BackendError> {
-    check_shape(bases.len, scalars.len())?;
-    match resident::<G1>(dev, &bases)? {
-        Some(d) => msm::msm_g1_device_scalars(dev, Bases::Device(&d), scalars),
-        None => {
-            let points = bases.host(scalars.len())?;
-            msm::msm_g1_device_scalars(dev, Bases::Host(points), scalars)
-        }
-    }
-    .map_err(device_error)
+    msm_g1_device_scalars_between(dev, bases, scalars, &mut Nothing)
 }
 
 /// As [`msm_g1_device_scalars`], letting `between`'s work in between the MSM's stages.
