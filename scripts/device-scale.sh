@@ -14,6 +14,7 @@
 #                                        # --urgent-between-phases on and off (BETWEEN),
 #                                        # GAP ms of spread waits before each probe job
 #   scripts/device-scale.sh levels LOG   # final's bench alone (LEVELS, NAME for the logs)
+#   scripts/device-scale.sh stagecount LOG  # gen; J=2 x 2 proofs per H MSM stage count (COUNTS)
 #   scripts/device-scale.sh count LOG    # MSM tests with the count split per bucket set, gen,
 #                                        # final's bench
 #   scripts/device-scale.sh all LOG      # gen, then prove with J=1,2 in one sweep (one call)
@@ -30,7 +31,7 @@
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
 set -uo pipefail
-phase=${1:?phase: check | small LOG | probe LOG | stages LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
+phase=${1:?phase: check | small LOG | probe LOG | stages LOG | stagecount LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -220,6 +221,16 @@ profile)
             printf '%s\n' $vals | sort -n | awk -v k="$k" '{ a[NR] = $1 }
                 END { printf "  %-14s %8.1f  (%d)\n", k, a[int((NR + 1) / 2)], NR }'
         done
+    done
+    ;;
+stagecount)
+    # gen, then J=2 x 2 proofs once per H MSM stage count in COUNTS (default 3,2,4,6): the
+    # step's time against the pause points' spacing (kernels/NOTES.md, part 9).
+    gen_set
+    counts=${COUNTS:-3,2,4,6}
+    for s in ${counts//,/ }; do
+        CUZK_MSM_STAGES=$s step "bench-2p$log-stages$s" 200 bench "stages$s-$log" 2 2 --warmup 0
+        bash scripts/step-p50.sh "$OUT/daemon-stages$s-$log.log" | grep -E "GPU_END.ms|MSM_END.h "
     done
     ;;
 levels)
