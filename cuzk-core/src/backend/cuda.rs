@@ -9,7 +9,7 @@ use cuzk_kernels::{DeviceScalars, GpuDevice, GpuError};
 use ff::Field;
 
 use super::{Backend, BackendError, FromMatrices, G1Bases, G2Bases, Query, ScalarVec};
-use crate::between::Between;
+use crate::between::{Between, Nothing};
 use crate::footprint::HostCopies;
 use crate::matrices::Matrices;
 use crate::packed::PackedScalars;
@@ -226,10 +226,7 @@ impl Backend for CudaBackend {
         bases: G1Bases<'_>,
         v: &ScalarVec<'_>,
     ) -> Result<G1Projective, BackendError> {
-        match v {
-            ScalarVec::Host(h) => msm::msm_g1(&self.dev, bases, h),
-            ScalarVec::Device(d) => msm::msm_g1_device_scalars(&self.dev, bases, d),
-        }
+        self.msm_g1_vec_between(bases, v, &mut Nothing)
     }
 
     fn msm_g1_vec_between(

@@ -413,7 +413,7 @@ fn pippenger<G: MsmGroup>(
                 total = G::add(&total, &part);
                 start = end;
                 if start < n {
-                    pause(dev, dev.stream(), let_in)?;
+                    pause(dev, None, let_in)?;
                 }
             }
             // Memory taken by someone else since we planned: retry this chunk smaller.
@@ -535,7 +535,7 @@ fn msm_chunk<G: MsmGroup>(
                     stage = sort(range.clone())?;
                     // Here the next stage is sorted already, and the later stages keep
                     // their overlap after a pause.
-                    pause(dev, side, let_in)?;
+                    pause(dev, Some(side), let_in)?;
                 }
                 prof.mark(&format!("stage{i}"))?;
             }

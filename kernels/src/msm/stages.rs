@@ -66,11 +66,18 @@ impl LetIn for NoLetIn {
     fn run(&mut self) {}
 }
 
-/// A pause point: when something waits, both streams finish this MSM's queued work, then
-/// `let_in` runs (on the same thread and context).
-pub(super) fn pause(dev: &GpuDevice, side: &Arc<CudaStream>, let_in: &mut dyn LetIn) -> Result<()> {
+/// A pause point: when something waits, the MSM's streams (the compute stream, and `side`
+/// where a staged sort runs beside it) finish this MSM's queued work, then `let_in` runs
+/// (on the same thread and context).
+pub(super) fn pause(
+    dev: &GpuDevice,
+    side: Option<&Arc<CudaStream>>,
+    let_in: &mut dyn LetIn,
+) -> Result<()> {
     if let_in.waiting() {
-        side.synchronize()?;
+        if let Some(side) = side {
+            side.synchronize()?;
+        }
         dev.stream().synchronize()?;
         let_in.run();
         dev.ctx().bind_to_thread()?;
