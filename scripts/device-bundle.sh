@@ -4,6 +4,9 @@
 #
 #   scripts/device-bundle.sh TEST... -- BIN...
 #   e.g. scripts/device-bundle.sh cuda_msm cuda_fixed_base -- cuzk-daemon cuzk-client gpu_msm
+# ALT_NVCC_FLAGS="-DCUZK_FP_FAST_U=600" also packs bin/cuzk-daemon-alt, the daemon with its
+# kernels built with those nvcc flags (an A/B of a kernel variant through the daemon:
+# scripts/device-scale.sh product). It is built first, so target/ ends as the default build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests=() bins=()
@@ -13,6 +16,10 @@ bins=("$@")
 export NVCC=${NVCC:-$PWD/.tools/cuda/nvidia/cu13/bin/nvcc} CUZK_CUDA_ARCHS=${CUZK_CUDA_ARCHS:-90}
 stage=$(mktemp -d)
 mkdir -p "$stage/bin"
+if [[ -n ${ALT_NVCC_FLAGS:-} ]]; then
+    CUZK_NVCC_FLAGS="$ALT_NVCC_FLAGS" cargo build --release -j2 -p cuzk-daemon --bin cuzk-daemon
+    cp target/release/cuzk-daemon "$stage/bin/cuzk-daemon-alt"
+fi
 cargo build --release -j2 --workspace $(printf -- '--bin %s ' "${bins[@]}")
 for b in "${bins[@]}"; do cp "target/release/$b" "$stage/bin/"; done
 if [[ ${#tests[@]} -gt 0 ]]; then

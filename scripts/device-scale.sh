@@ -15,6 +15,10 @@
 #                                        # GAP ms of spread waits before each probe job
 #   scripts/device-scale.sh levels LOG   # final's bench alone (LEVELS, NAME for the logs)
 #   scripts/device-scale.sh stagecount LOG  # gen; J=2 x 2 proofs per H MSM stage count (COUNTS)
+#   scripts/device-scale.sh product LOG  # HARNESS=1: the bucket-pass harness first (built
+#                                        # there); gen, then J=2 x 2 proofs with each daemon
+#                                        # in DAEMONS (default cuzk-daemon, cuzk-daemon-alt:
+#                                        # device-bundle.sh ALT_NVCC_FLAGS)
 #   scripts/device-scale.sh count LOG    # MSM tests with the count split per bucket set, gen,
 #                                        # final's bench
 #   scripts/device-scale.sh all LOG      # gen, then prove with J=1,2 in one sweep (one call)
@@ -31,7 +35,7 @@
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
 set -uo pipefail
-phase=${1:?phase: check | small LOG | probe LOG | stages LOG | stagecount LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
+phase=${1:?phase: check | small LOG | probe LOG | stages LOG | stagecount LOG | product LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -231,6 +235,23 @@ stagecount)
     for s in ${counts//,/ }; do
         CUZK_MSM_STAGES=$s step "bench-2p$log-stages$s" 200 bench "stages$s-$log" 2 2 --warmup 0
         bash scripts/step-p50.sh "$OUT/daemon-stages$s-$log.log" | grep -E "GPU_END.ms|MSM_END.h "
+    done
+    ;;
+product)
+    # The Fp product variants in the standalone bucket-pass harness (bit-checked against
+    # CIOS), then the 2^LOG step with each daemon build in DAEMONS, in one call.
+    if [[ ${HARNESS:-0} == 1 ]]; then
+        step msm-harness 300 env OUT="$(cd "$OUT" && pwd)/harness" LOGS="${HARNESS_LOGS:-22,24}" \
+            REPS="${REPS:-5}" G2_LOGS="${HARNESS_G2_LOGS:-20}" bash kernels/bench/run_msm_harness.sh
+        grep -E "^\| G" "$OUT/msm-harness.log" | tail -16
+    fi
+    gen_set
+    daemons=${DAEMONS:-cuzk-daemon,cuzk-daemon-alt}
+    for d in ${daemons//,/ }; do
+        [[ -x $B/$d ]] || { echo "no $B/$d"; status=1; continue; }
+        CUZK_DAEMON=$B/$d step "bench-2p$log-$d" 200 bench "$d-$log" 2 2 --warmup 0
+        echo "== $d"
+        bash scripts/step-p50.sh "$OUT/daemon-$d-$log.log" | grep -E "GPU_END.ms|MSM_END|NTT"
     done
     ;;
 levels)

@@ -2,7 +2,9 @@
 // crate's bucket accumulation (cuda/msm/accumulate.cuh, the ~75% of an MSM's time) with
 // each Fp product variant (fp_t::mul<U>, cuda/field/fp.cuh), checks every variant's bucket
 // sums bit for bit against the first one (U = 1, the CIOS product the crate's tests
-// checked against blst), and times each with CUDA events.
+// checked against blst), and times each with CUDA events. A variant whose occupancy cuts
+// the list into other segments (other blocks per SM) is checked instead against the CIOS
+// product run untimed with its segments ("diff words ... (cios at these segments)").
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 kernels/bench/msm_harness.cu -o msm_harness
 //   ./msm_harness [logs=20,22,24] [reps=5] [g2_logs=20,22]
@@ -178,17 +180,23 @@ struct Out {
 
 static int g_sms;
 
+// seg_len: 0 to size the segments from the kernel's occupancy as the crate does, or the
+// segment length to use (the reference run for another variant's segments).
 template <class F, int U, int MINB>
 static float run_variant(const char* name, const affine_t<F>* points, const Problem& pr,
-                         Out<F>& o, int reps) {
+                         Out<F>& o, int reps, uint32_t seg_len = 0) {
     auto kern = k_accumulate<F, U, MINB>;
-    int blocks = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kern, 128, 0));
-    blocks = std::max(blocks, 1);
-    // As kernels/src/msm.rs: two full waves of resident threads, at most 2^20.
-    uint32_t waves = 2u * g_sms * blocks * 128;
-    uint32_t segs = std::min(pr.total, std::min(waves, 1u << 20));
-    o.seg_len = (pr.total + segs - 1) / segs;
+    if (seg_len) {
+        o.seg_len = seg_len;
+    } else {
+        int blocks = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kern, 128, 0));
+        blocks = std::max(blocks, 1);
+        // As kernels/src/msm.rs: two full waves of resident threads, at most 2^20.
+        uint32_t waves = 2u * g_sms * blocks * 128;
+        uint32_t segs = std::min(pr.total, std::min(waves, 1u << 20));
+        o.seg_len = (pr.total + segs - 1) / segs;
+    }
     o.segments = (pr.total + o.seg_len - 1) / o.seg_len;
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
@@ -204,14 +212,21 @@ static float run_variant(const char* name, const affine_t<F>* points, const Prob
                                                 o.head_bucket);
         CK(cudaEventRecord(b));
         CK(cudaGetLastError());
-        k_fixup<F><<<1, 32>>>(o.segments, o.buckets, o.head_sum, o.head_bucket);
-        CK(cudaGetLastError());
+        // The fix-up (one thread: 1-2 s at 2^16-2^17 segments) only after the last run: the
+        // buckets are what is compared, and per run it made a default run outlast 10 minutes.
+        if (r == reps) {
+            k_fixup<F><<<1, 32>>>(o.segments, o.buckets, o.head_sum, o.head_bucket);
+            CK(cudaGetLastError());
+        }
         CK(cudaEventSynchronize(b));
         float ms;
         CK(cudaEventElapsedTime(&ms, a, b));
         if (r) ts.push_back(ms);  // the first run is the warm-up
     }
     CK(cudaDeviceSynchronize());
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    if (ts.empty()) return 0;
     std::sort(ts.begin(), ts.end());
     return ts[ts.size() / 2];
 }
@@ -234,6 +249,8 @@ struct Bench {
     int reps;
     Out<F> ref{}, cur{};
     bool have_ref = false;
+    // CIOS bucket sums at other segment lengths than ref's, made on first need.
+    std::vector<Out<F>> alt;
 
     void alloc(Out<F>& o) {
         CK(cudaMalloc(&o.buckets, (size_t)pr.nb * sizeof(xyzz_t<F>)));
@@ -248,12 +265,26 @@ struct Bench {
         CK(cudaFree(o.tail_bucket));
     }
 
+    // The reference for cur's segments: ref where they match, else CIOS (U = 1, no register
+    // cap) run once untimed with cur's segment length.
+    const Out<F>& ref_for_cur() {
+        if (cur.seg_len == ref.seg_len) return ref;
+        for (const Out<F>& o : alt)
+            if (o.seg_len == cur.seg_len) return o;
+        alt.emplace_back();
+        Out<F>& o = alt.back();
+        alloc(o);
+        run_variant<F, 1, 1>("cios reference", points, pr, o, 0, cur.seg_len);
+        return o;
+    }
+
     // The bucket sums after the fix-up: what the reduction reads.
     long long diff_vs_ref() {
+        const Out<F>& r = ref_for_cur();
         unsigned long long* d;
         CK(cudaMalloc(&d, 8));
         CK(cudaMemset(d, 0, 8));
-        k_diff<<<4096, 256>>>((const uint32_t*)ref.buckets, (const uint32_t*)cur.buckets,
+        k_diff<<<4096, 256>>>((const uint32_t*)r.buckets, (const uint32_t*)cur.buckets,
                               (size_t)pr.nb * sizeof(xyzz_t<F>) / 4, d);
         CK(cudaGetLastError());
         unsigned long long h;
@@ -267,10 +298,12 @@ struct Bench {
         Out<F>& o = have_ref ? cur : ref;
         float ms = run_variant<F, U, MINB>(name, points, pr, o, reps);
         long long d = have_ref ? diff_vs_ref() : 0;
+        const bool other_segs = have_ref && cur.seg_len != ref.seg_len;
         have_ref = true;
         Row r{group, name, log_n, ms, pr.total / (ms * 1e-3), d};
-        printf("%s 2^%u %-22s %9.3f ms  %6.3f G madd/s  segs %u x %u  diff words %lld\n", group,
-               log_n, name, ms, r.madd_per_s * 1e-9, o.segments, o.seg_len, d);
+        printf("%s 2^%u %-22s %9.3f ms  %6.3f G madd/s  segs %u x %u  diff words %lld%s\n", group,
+               log_n, name, ms, r.madd_per_s * 1e-9, o.segments, o.seg_len, d,
+               other_segs ? " (cios at these segments)" : "");
         fflush(stdout);
         g_rows.push_back(r);
     }
@@ -299,10 +332,13 @@ static std::vector<uint32_t> parse_list(const char* s) {
 }
 
 // The G1 variants: U as fp_t::mul documents; MINB blocks of 128 per SM (register cap). A
-// variant is compared with the first one of its group, so only variants with the first's
-// blocks per SM (hence the same segments and the same order of additions) can match it bit
-// for bit; others report their differing words only for the record. -DCRATE_CONFIG checks
-// the configuration cuda/msm.cu builds (FAST_U, its blocks per SM) against CIOS.
+// variant is compared with the first one of its group where its blocks per SM (hence its
+// segments and order of additions) are the first's, else with CIOS run at its segments:
+// every variant is checked bit for bit. -DCRATE_CONFIG checks the configuration cuda/msm.cu
+// builds (FAST_U, its blocks per SM) against CIOS. The last six: the crate's configuration
+// (2 blocks of 128 per SM), the Karatsuba product (KARA) and its lazy mixed addition
+// (KARA_LAZY, one reduction fewer per addition) beside it, and the lazy addition with FIOS
+// products and schoolbook wide ones (FIOS_LAZY).
 #ifdef CRATE_CONFIG
 #define G1_VARIANTS                                        \
     V(1, 3, "cios rolled, 3 blk/SM")                       \
@@ -322,7 +358,13 @@ static std::vector<uint32_t> parse_list(const char* s) {
     V(104, 3, "fios 4 rows, 3 blk/SM")     \
     V(112, 4, "fios unrolled inline")      \
     V(112, 3, "fios unrolled, 3 blk/SM")   \
-    V(200, 4, "fios unrolled call")
+    V(200, 4, "fios unrolled call")        \
+    V(112, 2, "fios unrolled, 2 blk/SM")   \
+    V(400, 2, "kara, 2 blk/SM")            \
+    V(500, 2, "kara lazy, 2 blk/SM")       \
+    V(400, 3, "kara, 3 blk/SM")            \
+    V(500, 3, "kara lazy, 3 blk/SM")       \
+    V(600, 2, "fios lazy, 2 blk/SM")
 #endif
 #ifndef G2_VARIANTS
 #define G2_VARIANTS                  \
@@ -365,6 +407,7 @@ int main(int argc, char** argv) {
 #undef V
             bn.release(bn.ref);
             bn.release(bn.cur);
+            for (auto& o : bn.alt) bn.release(o);
             free_problem(bn.pr);
         }
         CK(cudaFree(pts));
@@ -393,6 +436,7 @@ int main(int argc, char** argv) {
 #undef V
             bn.release(bn.ref);
             bn.release(bn.cur);
+            for (auto& o : bn.alt) bn.release(o);
             free_problem(bn.pr);
         }
         CK(cudaFree(pts));

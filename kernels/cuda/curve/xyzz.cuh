@@ -9,7 +9,18 @@
 // out-of-line functions: each inlined copy of a formula is thousands of instructions, and
 // inlining them everywhere made the module take many minutes to compile.
 #pragma once
+#include <type_traits>
+
 #include "affine.cuh"
+
+// Whether the mixed addition under product selector U forms Y3 = R (Q - X3) - Y1 PPP with
+// one reduction (F::mul_sub_mul<U>): where F says so (fp_t::LAZY_Y3); never where F has
+// no such product (fp2_t: there U passes through to its fp_t products unchanged).
+template <class F, int U, class = void>
+struct lazy_y3 : std::false_type {};
+template <class F, int U>
+struct lazy_y3<F, U, std::void_t<decltype(F::template LAZY_Y3<U>)>>
+    : std::bool_constant<F::template LAZY_Y3<U>> {};
 
 template <class F>
 struct xyzz_t {
@@ -79,7 +90,10 @@ struct xyzz_t {
         F PPP = F::template mul<U>(P, PP);
         F Q = F::template mul<U>(X, PP);
         F X3 = F::template square<U>(R) - PPP - Q.dbl();
-        Y = F::template mul<U>(R, Q - X3) - F::template mul<U>(Y, PPP);
+        if constexpr (lazy_y3<F, U>::value)
+            Y = F::template mul_sub_mul<U>(R, Q - X3, Y, PPP);  // 9 reductions, not 10
+        else
+            Y = F::template mul<U>(R, Q - X3) - F::template mul<U>(Y, PPP);
         X = X3;
         ZZ = F::template mul<U>(ZZ, PP);
         ZZZ = F::template mul<U>(ZZZ, PPP);

@@ -101,6 +101,13 @@ inline uint32_t mul_hi(uint32_t a, uint32_t b) { return hi(a, b); }
 // because the GPU's integer multiplier is 32-bit (mad.lo/mad.hi).
 // ---------------------------------------------------------------------------------------
 
+// A product of two field elements before its reduction: 24 little-endian limbs (below p R;
+// fp_t::mul_wide's below p^2). Separate from fp_t so that a formula can add or subtract
+// products and reduce once (fp_t::redc, fp_t::mul_sub_mul).
+struct wide_t {
+    uint32_t v[24];
+};
+
 struct fp_t {
     static constexpr int N = 12;
     uint32_t v[N];
@@ -114,6 +121,16 @@ struct fp_t {
         return p[i];
     }
     static constexpr uint32_t PINV = 0xfffcfffd;  // -p^-1 mod 2^32
+    // p^2 (< 2^762), 24 limbs: the offset that keeps a difference of two products (each
+    // below p^2) non-negative without changing it mod p.
+    CUZK_HD static uint32_t P2(int i) {
+        const uint32_t q[2 * N] = {0x1c718e39, 0x26aa0000, 0x76382eab, 0x7ced6b1d, 0x62113cfd,
+                                   0x162c3383, 0x3e71b743, 0x66bf91ed, 0x7091a049, 0x292e85a8,
+                                   0x86185c7b, 0x1d68619c, 0x0978ef01, 0xf5314933, 0x16ddca6e,
+                                   0x50a62cfd, 0x349e8bd0, 0x66e59e49, 0x0e7046b4, 0xe2dc90e5,
+                                   0xa22f25e9, 0x4bd278ea, 0xb8c35fc7, 0x02a437a4};
+        return q[i];
+    }
 
     CUZK_HD static fp_t zero() {
         fp_t r;
@@ -447,17 +464,282 @@ struct fp_t {
     // straight-line product without the instruction-cache cost of inlining it ten times.
     CUZK_HD_NOINLINE static fp_t mul_fios_call(fp_t a, fp_t b) { return mul_fios<N>(a, b); }
 
+    // ------------------------------------------------------------------------------------
+    // Karatsuba (KARA): the full 768-bit product from three 6x6-limb products, then one
+    // Montgomery reduction of it. Wide products (IMAD.WIDE.U32.X, 4 multiplier cycles each):
+    // 3 x 36 = 108 for the product and 12 x 12 = 144 for the reduction, 252 against FIOS's
+    // 288, which interleaves the two. The price is ~130 adds and masks (the split sums, the
+    // middle term, the assembly) where FIOS has ~40, on the bet that the bucket pass has
+    // issue slots to spare but not multiplier cycles. Keeping the product and the reduction
+    // apart also lets a formula reduce a difference of products once (mul_sub_mul).
+    //
+    // Measured, and lost (H200, msm_harness, G1 2^24 bucket pass at 2 blocks of 128 per SM,
+    // bit-identical bucket sums): FIOS 95.9 ms, KARA 103.2 (+7.6%), KARA_LAZY 98.7, and
+    // FIOS_LAZY (FIOS products, the lazy Y3 with schoolbook wide products) 91.9 (-4.2%).
+    // Per mixed addition KARA has 430 fewer IMAD.WIDE (-12% multiplier cycles) but ~965
+    // more instructions (+21%, mostly IADD3) and 248 registers against 174: the pass is not
+    // bound by the multiplier alone, and the extra adds cost more than the products saved.
+
+    // Product selectors (see mul), here because mul_sub_mul's default needs them.
+    static constexpr int KARA = 400;
+    static constexpr int KARA_LAZY = 500;
+    static constexpr int FIOS_LAZY = 600;
+    // Whether the mixed addition under U forms Y3 with mul_sub_mul<U>.
+    template <int U>
+    static constexpr bool LAZY_Y3 = U == KARA_LAZY || U == FIOS_LAZY;
+
+    static constexpr int H = N / 2;  // the split: a = a0 + a1 2^192, six limbs each
+
+    // One row of a plain (not Montgomery) K x K-limb product in fios_row's pair layout:
+    // (lo, hi) is worth lo + hi 2^32, and lo[0] is the previous row's finished digit, so
+    // the row drops it, shifts down a limb inside the chains (no register moves) and adds
+    // a * bi. Two unbroken chains, so each mad.lo.cc/madc.hi.cc pair is one
+    // IMAD.WIDE.U32.X. Bounds with every limb all ones: the hi chain is the old hi[2..]
+    // (< 2^(32 (K-2))) plus the odd products (< 2^(32 K) - 2^(32 K - 32)), so it never
+    // carries out; the running value stays below 2^(32 (K+1)), so the lo chain's carry
+    // fits hi[K-1].
+    template <int K>
+    CUZK_HD static void plain_row(uint32_t* lo, uint32_t* hi, const uint32_t* a, uint32_t bi) {
+        lo[0] = carry::add_cc(lo[0], hi[1]);
+#pragma unroll
+        for (int j = 0; j < K - 2; j += 2) {
+            hi[j] = carry::madc_lo_cc(a[j + 1], bi, hi[j + 2]);
+            hi[j + 1] = carry::madc_hi_cc(a[j + 1], bi, hi[j + 3]);
+        }
+        hi[K - 2] = carry::madc_lo_cc(a[K - 1], bi, 0);
+        hi[K - 1] = carry::madc_hi(a[K - 1], bi, 0);
+        lo[0] = carry::mad_lo_cc(a[0], bi, lo[0]);
+        lo[1] = carry::madc_hi_cc(a[0], bi, lo[1]);
+#pragma unroll
+        for (int j = 2; j < K; j += 2) {
+            lo[j] = carry::madc_lo_cc(a[j], bi, lo[j]);
+            lo[j + 1] = carry::madc_hi_cc(a[j], bi, lo[j + 1]);
+        }
+        hi[K - 1] = carry::addc(hi[K - 1], 0);
+    }
+
+    // r[0..2K) = a * b for K-limb a, b (any limb values): K^2 wide products and ~3K adds.
+    template <int K>
+    CUZK_HD static void mul_plain(uint32_t* r, const uint32_t* a, const uint32_t* b) {
+        static_assert(K % 2 == 0, "the last row must leave the pair as (y, x)");
+        uint32_t x[K], y[K];
+#pragma unroll
+        for (int j = 0; j < K; j += 2) {
+            y[j] = carry::mul_lo(a[j + 1], b[0]);
+            y[j + 1] = carry::mul_hi(a[j + 1], b[0]);
+        }
+#pragma unroll
+        for (int j = 0; j < K; j += 2) {
+            x[j] = carry::mul_lo(a[j], b[0]);
+            x[j + 1] = carry::mul_hi(a[j], b[0]);
+        }
+        r[0] = x[0];
+#pragma unroll
+        for (int i = 1; i < K; i += 2) {
+            plain_row<K>(y, x, a, b[i]);
+            r[i] = y[0];
+            if (i + 1 < K) {
+                plain_row<K>(x, y, a, b[i + 1]);
+                r[i + 1] = x[0];
+            }
+        }
+        // What is left above digit K-1 is y[1..] + x; the product is below 2^(64 K), so
+        // nothing carries out of the top.
+        r[K] = carry::add_cc(y[1], x[0]);
+#pragma unroll
+        for (int k = 1; k < K - 1; k++) r[K + k] = carry::addc_cc(y[k + 1], x[k]);
+        r[2 * K - 1] = carry::addc(x[K - 1], 0);
+    }
+
+    // a * b as 24 limbs by schoolbook rows: 144 wide products, ~36 adds (FIOS_LAZY's).
+    CUZK_HD static wide_t mul_wide_school(const fp_t& a, const fp_t& b) {
+        wide_t w;
+        mul_plain<N>(w.v, a.v, b.v);
+        return w;
+    }
+
+    // a * b as 24 limbs, exact, for a, b < 2^382 (so a1, b1 < 2^190).
+    //
+    // The middle term comes from the sums, (a0 + a1)(b0 + b1) - a0 b0 - a1 b1, not from the
+    // differences |a0 - a1| |b0 - b1|: a sum is one 6-limb add chain and a carry bit, and the
+    // bits' cross terms cb (a0 + a1) + ca (b0 + b1) are two masked 6-limb adds (~26 ops for
+    // both operands), where the differences need a subtraction, a masked conditional
+    // negation each (~38 ops for both) and a sign-dependent add or subtract of the product.
+    // The middle term a0 b1 + a1 b0 is below 2^383, so all of it is computed mod 2^384:
+    // the sums' product is 12 limbs, ca cb 2^384 and every borrow out of the subtractions
+    // drop.
+    CUZK_HD static wide_t mul_wide(const fp_t& a, const fp_t& b) {
+        uint32_t sa[H], sb[H];
+        sa[0] = carry::add_cc(a.v[0], a.v[H]);
+#pragma unroll
+        for (int k = 1; k < H; k++) sa[k] = carry::addc_cc(a.v[k], a.v[H + k]);
+        const uint32_t ma = 0u - carry::addc(0, 0);  // all ones where a0 + a1 >= 2^192
+        sb[0] = carry::add_cc(b.v[0], b.v[H]);
+#pragma unroll
+        for (int k = 1; k < H; k++) sb[k] = carry::addc_cc(b.v[k], b.v[H + k]);
+        const uint32_t mb = 0u - carry::addc(0, 0);
+
+        uint32_t lo[N], hi[N], mid[N];
+        mul_plain<H>(lo, a.v, b.v);
+        mul_plain<H>(hi, a.v + H, b.v + H);
+        mul_plain<H>(mid, sa, sb);
+
+        mid[0] = carry::sub_cc(mid[0], lo[0]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) mid[k] = carry::subc_cc(mid[k], lo[k]);
+        mid[N - 1] = carry::subc(mid[N - 1], lo[N - 1]);
+        mid[0] = carry::sub_cc(mid[0], hi[0]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) mid[k] = carry::subc_cc(mid[k], hi[k]);
+        mid[N - 1] = carry::subc(mid[N - 1], hi[N - 1]);
+        mid[H] = carry::add_cc(mid[H], sb[0] & ma);
+#pragma unroll
+        for (int k = 1; k < H - 1; k++) mid[H + k] = carry::addc_cc(mid[H + k], sb[k] & ma);
+        mid[N - 1] = carry::addc(mid[N - 1], sb[H - 1] & ma);
+        mid[H] = carry::add_cc(mid[H], sa[0] & mb);
+#pragma unroll
+        for (int k = 1; k < H - 1; k++) mid[H + k] = carry::addc_cc(mid[H + k], sa[k] & mb);
+        mid[N - 1] = carry::addc(mid[N - 1], sa[H - 1] & mb);
+
+        // lo + mid 2^192 + hi 2^384 < 2^764: one chain from limb H, no carry out of the top.
+        wide_t w;
+#pragma unroll
+        for (int k = 0; k < H; k++) w.v[k] = lo[k];
+        w.v[H] = carry::add_cc(lo[H], mid[0]);
+#pragma unroll
+        for (int k = H + 1; k < N; k++) w.v[k] = carry::addc_cc(lo[k], mid[k - H]);
+#pragma unroll
+        for (int k = N; k < N + H; k++) w.v[k] = carry::addc_cc(hi[k - N], mid[k - H]);
+#pragma unroll
+        for (int k = N + H; k < 2 * N - 1; k++) w.v[k] = carry::addc_cc(hi[k - N], 0);
+        w.v[2 * N - 1] = carry::addc(hi[N - 1], 0);
+        return w;
+    }
+
+    // One reduction row of redc, in fios_row's pair layout with p in place of a and m in
+    // place of b_i: the old lo[0] is zero (the previous row made it so), the shift by a limb
+    // happens inside the chains, and the wide value's next limbs enter at the top (top_lo
+    // at hi[N-2], top_hi at hi[N-1]) as they come into the 12-limb window. m is formed from
+    // the shifted limb 0 with plain arithmetic, before the chain, so no carry flag has to
+    // survive a non-chain instruction.
+    // Bounds, for t < p R (t's top limb below 2^29): the hi chain is the old hi[2..] with
+    // top_lo (< 2^352), top_hi 2^352 (< 2^381) and the odd limbs of p times m (< 2^381), so
+    // it never carries out, and a row's hi (the next row's lo) is below 2^382. The lo chain
+    // is that plus the even limbs of p times m (p's limb 10 is below 2^30: < 2^382), below
+    // 2^383: it never carries out either, so unlike fios_reduce there is no carry to add
+    // into hi[N-1] (11 adds per reduction saved; row 0, whose lo is t's full low half, keeps
+    // its carry).
+    CUZK_HD static void redc_row(uint32_t* lo, uint32_t* hi, uint32_t top_lo, uint32_t top_hi) {
+        const uint32_t m = (lo[0] + hi[1]) * PINV;
+        lo[0] = carry::add_cc(lo[0], hi[1]);
+#pragma unroll
+        for (int j = 0; j < N - 2; j += 2) {
+            hi[j] = carry::madc_lo_cc(P(j + 1), m, hi[j + 2]);
+            hi[j + 1] = carry::madc_hi_cc(P(j + 1), m, hi[j + 3]);
+        }
+        hi[N - 2] = carry::madc_lo_cc(P(N - 1), m, top_lo);
+        hi[N - 1] = carry::madc_hi(P(N - 1), m, top_hi);
+        lo[0] = carry::mad_lo_cc(P(0), m, lo[0]);
+        lo[1] = carry::madc_hi_cc(P(0), m, lo[1]);
+#pragma unroll
+        for (int j = 2; j < N - 2; j += 2) {
+            lo[j] = carry::madc_lo_cc(P(j), m, lo[j]);
+            lo[j + 1] = carry::madc_hi_cc(P(j), m, lo[j + 1]);
+        }
+        lo[N - 2] = carry::madc_lo_cc(P(N - 2), m, lo[N - 2]);
+        lo[N - 1] = carry::madc_hi(P(N - 2), m, lo[N - 1]);
+    }
+
+    // Montgomery reduction: t / R mod p, canonical, for any t < p R (a product of two
+    // elements is below p^2, mul_sub_mul's sum below 2 p^2). 12 rows of 12 wide products
+    // plus one IMAD each for m; the high half of t enters a limb per row instead of being
+    // added at the end. The result before the final subtraction is (t + M p) / R < t / R + p
+    // < 2p, so one reduce_once makes it the integer mul_cios<1> returns.
+    CUZK_HD static fp_t redc(const wide_t& t) {
+        uint32_t x[N], y[N];
+#pragma unroll
+        for (int k = 0; k < N; k++) x[k] = t.v[k];
+        // Row 0 has nothing to shift: y starts as the odd products alone.
+        const uint32_t m = x[0] * PINV;
+#pragma unroll
+        for (int j = 0; j < N; j += 2) {
+            y[j] = carry::mul_lo(P(j + 1), m);
+            y[j + 1] = carry::mul_hi(P(j + 1), m);
+        }
+        x[0] = carry::mad_lo_cc(P(0), m, x[0]);
+        x[1] = carry::madc_hi_cc(P(0), m, x[1]);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) {
+            x[j] = carry::madc_lo_cc(P(j), m, x[j]);
+            x[j + 1] = carry::madc_hi_cc(P(j), m, x[j + 1]);
+        }
+        y[N - 1] = carry::addc(y[N - 1], 0);
+#pragma unroll
+        for (int r = 1; r < N; r++) {
+            const uint32_t top_lo = t.v[N - 1 + r];
+            const uint32_t top_hi = r == N - 1 ? t.v[2 * N - 1] : 0;
+            if (r & 1)
+                redc_row(y, x, top_lo, top_hi);
+            else
+                redc_row(x, y, top_lo, top_hi);
+        }
+        return fios_finish(x, y);  // the last row (odd) leaves the pair as (y, x)
+    }
+
+    CUZK_HD static fp_t mul_kara(const fp_t& a, const fp_t& b) { return redc(mul_wide(a, b)); }
+
+    template <int U>
+    CUZK_HD static wide_t wide_of(const fp_t& a, const fp_t& b) {
+        static_assert(LAZY_Y3<U>, "U names no wide product");
+        if constexpr (U == FIOS_LAZY)
+            return mul_wide_school(a, b);
+        else
+            return mul_wide(a, b);
+    }
+
+    // a b - c d mod p, canonical, with one reduction instead of two: the two wide products'
+    // difference plus p^2 is in (0, 2 p^2) (each product is below p^2), a multiple of p
+    // changes nothing mod p, and 2 p^2 < p R is within redc's range. With Karatsuba wide
+    // products (U = KARA_LAZY) 216 + 144 wide products and ~48 adds for the difference,
+    // against 2 x 252 and a field subtraction; with schoolbook ones (FIOS_LAZY) 288 + 144
+    // against FIOS's 2 x 288.
+    template <int U = KARA_LAZY>
+    CUZK_HD static fp_t mul_sub_mul(const fp_t& a, const fp_t& b, const fp_t& c, const fp_t& d) {
+        const wide_t t = wide_of<U>(c, d);
+        wide_t w;
+        w.v[0] = carry::sub_cc(P2(0), t.v[0]);
+#pragma unroll
+        for (int k = 1; k < 2 * N - 1; k++) w.v[k] = carry::subc_cc(P2(k), t.v[k]);
+        w.v[2 * N - 1] = carry::subc(P2(2 * N - 1), t.v[2 * N - 1]);
+        const wide_t s = wide_of<U>(a, b);
+        w.v[0] = carry::add_cc(w.v[0], s.v[0]);
+#pragma unroll
+        for (int k = 1; k < 2 * N - 1; k++) w.v[k] = carry::addc_cc(w.v[k], s.v[k]);
+        w.v[2 * N - 1] = carry::addc(w.v[2 * N - 1], s.v[2 * N - 1]);
+        return redc(w);
+    }
+
     // U selects the product (the hot formulas pass F::FAST_U):
     //   1..12            CIOS, U rounds per loop iteration
     //   FIOS_ROWS + k    even/odd FIOS, k rows per loop iteration (k = 2, 4, 6, 12)
     //   FIOS_CALL        even/odd FIOS, unrolled, out of line
     //   FIOS_SQR         even/odd FIOS, unrolled, inline; square() uses sqr_fios
+    //   KARA             Karatsuba wide product, then redc (mul_kara), inline
+    //   KARA_LAZY        KARA, and the G1 mixed addition (xyzz_t::add_affine) forms
+    //                    Y3 = R (Q - X3) - Y1 PPP with one reduction (mul_sub_mul)
+    //   FIOS_LAZY        even/odd FIOS, unrolled, inline, and the mixed addition's Y3 from
+    //                    two schoolbook wide products and one reduction
     static constexpr int FIOS_ROWS = 100;
     static constexpr int FIOS_CALL = 200;
     static constexpr int FIOS_SQR = 300;
+    // KARA, KARA_LAZY, FIOS_LAZY: with the Karatsuba product above.
     template <int U>
     CUZK_HD static fp_t mul(const fp_t& a, const fp_t& b) {
-        if constexpr (U == FIOS_SQR)
+        if constexpr (U == KARA || U == KARA_LAZY)
+            return mul_kara(a, b);
+        else if constexpr (U == FIOS_LAZY)
+            return mul_fios<N>(a, b);
+        else if constexpr (U == FIOS_SQR)
             return mul_fios<N>(a, b);
         else if constexpr (U == FIOS_CALL)
             return mul_fios_call(a, b);
@@ -500,5 +782,12 @@ struct fp_t {
     // IMAD.WIDE.U32.X, where CIOS's separate low and high rows cost an IMAD plus an IADD3.X
     // per product: 113 SASS instructions per CIOS round against ~50 per FIOS row. Unrolled,
     // the G1 bucket kernel is ~6,200 instructions (~100 KB) and still the fastest.
+    // 2026-12-03: FIOS_LAZY measured 4.2% faster in the harness (NOTES, part 10) but not yet
+    // through the daemon; CUZK_NVCC_FLAGS=-DCUZK_FP_FAST_U=600 builds the crate with it
+    // (scripts/device-bundle.sh ALT_NVCC_FLAGS, device-scale.sh product) for that A/B.
+#ifdef CUZK_FP_FAST_U
+    static constexpr int FAST_U = CUZK_FP_FAST_U;
+#else
     static constexpr int FAST_U = FIOS_ROWS + N;
+#endif
 };
