@@ -287,22 +287,7 @@ struct fp_t {
                 lo[j + 1] = carry::mul_hi(a[j], bi);
             }
         } else {
-            lo[0] = carry::add_cc(lo[0], hi[1]);
-#pragma unroll
-            for (int j = 0; j < N - 2; j += 2) {
-                hi[j] = carry::madc_lo_cc(a[j + 1], bi, hi[j + 2]);
-                hi[j + 1] = carry::madc_hi_cc(a[j + 1], bi, hi[j + 3]);
-            }
-            hi[N - 2] = carry::madc_lo_cc(a[N - 1], bi, 0);
-            hi[N - 1] = carry::madc_hi(a[N - 1], bi, 0);
-            lo[0] = carry::mad_lo_cc(a[0], bi, lo[0]);
-            lo[1] = carry::madc_hi_cc(a[0], bi, lo[1]);
-#pragma unroll
-            for (int j = 2; j < N; j += 2) {
-                lo[j] = carry::madc_lo_cc(a[j], bi, lo[j]);
-                lo[j + 1] = carry::madc_hi_cc(a[j], bi, lo[j + 1]);
-            }
-            hi[N - 1] = carry::addc(hi[N - 1], 0);
+            plain_row<N>(lo, hi, a, bi);  // the product half of the row, shift included
         }
         fios_reduce(lo, hi);
     }
