@@ -3,10 +3,10 @@
 // out-of-line copy) and the dedicated squaring are compared here with the CIOS product on
 // random elements and edge values before any device time is spent.
 //
-// The Karatsuba product (mul<KARA>: mul_wide, then redc) is compared with CIOS the same way,
-// mul_wide and mul_wide_school with a plain 64-bit-accumulator 768-bit product, redc with a reference on wide values up to its
-// bound (p R), and mul_sub_mul (a b - c d with one reduction) with two CIOS products'
-// difference.
+// The Karatsuba product (mul<KARA>: mul_wide, then redc) is compared with CIOS the same way;
+// mul_wide and mul_wide_school with a plain 768-bit product (64-bit accumulators), redc with
+// a reference on wide values up to its bound (p R), and mul_sub_mul (a b - c d with one
+// reduction) with two CIOS products' difference.
 // (and the Fp / Fp2 inversions against a * a^-1 = 1)
 //   g++ -O2 -std=c++17 kernels/bench/fp_host_check.cpp -o fp_host_check && ./fp_host_check
 #include <cstdio>

@@ -643,22 +643,12 @@ struct fp_t {
     CUZK_HD static fp_t redc(const wide_t& t) {
         uint32_t x[N], y[N];
 #pragma unroll
-        for (int k = 0; k < N; k++) x[k] = t.v[k];
-        // Row 0 has nothing to shift: y starts as the odd products alone.
-        const uint32_t m = x[0] * PINV;
-#pragma unroll
-        for (int j = 0; j < N; j += 2) {
-            y[j] = carry::mul_lo(P(j + 1), m);
-            y[j + 1] = carry::mul_hi(P(j + 1), m);
+        for (int k = 0; k < N; k++) {
+            x[k] = t.v[k];
+            y[k] = 0;
         }
-        x[0] = carry::mad_lo_cc(P(0), m, x[0]);
-        x[1] = carry::madc_hi_cc(P(0), m, x[1]);
-#pragma unroll
-        for (int j = 2; j < N; j += 2) {
-            x[j] = carry::madc_lo_cc(P(j), m, x[j]);
-            x[j + 1] = carry::madc_hi_cc(P(j), m, x[j + 1]);
-        }
-        y[N - 1] = carry::addc(y[N - 1], 0);
+        // Row 0 has nothing to shift: the plain reduction half of a row, as in sqr_fios.
+        fios_reduce(x, y);
 #pragma unroll
         for (int r = 1; r < N; r++) {
             const uint32_t top_lo = t.v[N - 1 + r];
