@@ -18,7 +18,9 @@
 #   scripts/device-scale.sh product LOG  # HARNESS=1: the bucket-pass harness first (built
 #                                        # there); gen, then J=2 x 2 proofs with each daemon
 #                                        # in DAEMONS (default cuzk-daemon, cuzk-daemon-alt:
-#                                        # device-bundle.sh ALT_NVCC_FLAGS)
+#                                        # device-bundle.sh ALT_NVCC_FLAGS; an entry
+#                                        # daemon:VAR=value runs it with that variable);
+#                                        # TESTS: GPU tests run first
 #   scripts/device-scale.sh count LOG    # MSM tests with the count split per bucket set, gen,
 #                                        # final's bench
 #   scripts/device-scale.sh all LOG      # gen, then prove with J=1,2 in one sweep (one call)
@@ -245,13 +247,28 @@ product)
             REPS="${REPS:-5}" G2_LOGS="${HARNESS_G2_LOGS:-20}" bash kernels/bench/run_msm_harness.sh
         grep -E "^\| G" "$OUT/msm-harness.log" | tail -16
     fi
+    # The crate's GPU tests of the default build first (TESTS, those bundled).
+    # An entry test:VAR=value runs it with that variable too (its log test-VAR-value).
+    for entry in ${TESTS:-}; do
+        t=${entry%%:*} var=
+        [[ $entry == *:* ]] && var=${entry#*:}
+        [[ -x $B/$t ]] && step "$t${var:+-${var//[=_]/-}}" 120 env ${var:+"$var"} "$B/$t" --test-threads=1
+    done
+    [[ -n ${TESTS:-} ]] && grep -h -E "^test result|panicked|FAILED" "$OUT"/cuda_*.log
     gen_set
+    # An entry is a daemon binary, optionally with one VAR=value for its environment
+    # (cuzk-daemon:CUZK_MSM_REDUCE_WIDE=0).
     daemons=${DAEMONS:-cuzk-daemon,cuzk-daemon-alt}
-    for d in ${daemons//,/ }; do
+    for entry in ${daemons//,/ }; do
+        d=${entry%%:*} var=
+        [[ $entry == *:* ]] && var=${entry#*:}
+        name=$d${var:+-${var//[=_]/-}}
         [[ -x $B/$d ]] || { echo "no $B/$d"; status=1; continue; }
-        CUZK_DAEMON=$B/$d step "bench-2p$log-$d" 200 bench "$d-$log" 2 2 --warmup 0
-        echo "== $d"
-        bash scripts/step-p50.sh "$OUT/daemon-$d-$log.log" | grep -E "GPU_END.ms|MSM_END|NTT"
+        [[ -n $var ]] && export "${var?}"
+        CUZK_DAEMON=$B/$d step "bench-2p$log-$name" 200 bench "$name-$log" 2 2 --warmup 0
+        [[ -n $var ]] && unset "${var%%=*}"
+        echo "== $name"
+        bash scripts/step-p50.sh "$OUT/daemon-$name-$log.log" | grep -E "GPU_END.ms|MSM_END|NTT"
     done
     ;;
 levels)

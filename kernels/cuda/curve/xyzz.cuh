@@ -13,7 +13,7 @@
 
 #include "affine.cuh"
 
-// Whether the mixed addition under product selector U forms Y3 = R (Q - X3) - Y1 PPP with
+// Whether the additions under product selector U form Y3 = R (Q - X3) - S1 PPP with
 // one reduction (F::mul_sub_mul<U>): where F says so (fp_t::LAZY_Y3); never where F has
 // no such product (fp2_t: there U passes through to its fp_t products unchanged).
 template <class F, int U, class = void>
@@ -114,8 +114,8 @@ struct xyzz_t {
     CUZK_HD_NOINLINE static xyzz_t sum(const xyzz_t& p, const xyzz_t& q) { return sum_inline(p, q); }
 
     // p + q, both in XYZZ.
+    template <int U = F::FAST_U>
     CUZK_HD static xyzz_t sum_inline(const xyzz_t& p, const xyzz_t& q) {
-        constexpr int U = F::FAST_U;
         if (q.is_inf()) return p;
         if (p.is_inf()) return q;
         const F& X = p.X;
@@ -133,7 +133,11 @@ struct xyzz_t {
         F PPP = F::template mul<U>(P, PP);
         F Q = F::template mul<U>(U1, PP);
         F X3 = F::template square<U>(R) - PPP - Q.dbl();
-        F Y3 = F::template mul<U>(R, Q - X3) - F::template mul<U>(S1, PPP);
+        F Y3;
+        if constexpr (lazy_y3<F, U>::value)
+            Y3 = F::template mul_sub_mul<U>(R, Q - X3, S1, PPP);  // 13 reductions, not 14
+        else
+            Y3 = F::template mul<U>(R, Q - X3) - F::template mul<U>(S1, PPP);
         return {X3, Y3, F::template mul<U>(F::template mul<U>(ZZ, q.ZZ), PP), F::template mul<U>(F::template mul<U>(ZZZ, q.ZZZ), PPP)};
     }
 };

@@ -757,12 +757,13 @@ struct fp_t {
     // IMAD.WIDE.U32.X, where CIOS's separate low and high rows cost an IMAD plus an IADD3.X
     // per product: 113 SASS instructions per CIOS round against ~50 per FIOS row. Unrolled,
     // the G1 bucket kernel is ~6,200 instructions (~100 KB) and still the fastest.
-    // 2026-12-03: FIOS_LAZY measured 4.2% faster in the harness (NOTES, part 10) but not yet
-    // through the daemon; CUZK_NVCC_FLAGS=-DCUZK_FP_FAST_U=600 builds the crate with it
-    // (scripts/device-bundle.sh ALT_NVCC_FLAGS, device-scale.sh product) for that A/B.
+    // FIOS_LAZY adds one reduction fewer per addition's Y3: 4.2% off the bucket pass in the
+    // harness (NOTES, part 10). CUZK_NVCC_FLAGS=-DCUZK_FP_FAST_U=112 builds the crate with
+    // plain FIOS (scripts/device-bundle.sh ALT_NVCC_FLAGS, device-scale.sh product: the A/B
+    // through the daemon).
 #ifdef CUZK_FP_FAST_U
     static constexpr int FAST_U = CUZK_FP_FAST_U;
 #else
-    static constexpr int FAST_U = FIOS_ROWS + N;
+    static constexpr int FAST_U = FIOS_LAZY;
 #endif
 };

@@ -52,8 +52,25 @@ pub(super) fn join_heads<G: MsmGroup>(
     }
 }
 
+/// The first reduction level's segment for `nwin` sets of `len` buckets (a multiple of
+/// REDUCE_L_WIDE, buckets_per_window). `CUZK_MSM_REDUCE_WIDE`: 0 never wide, 1 always (the
+/// tests' way to the wide level at small sizes), unset by size.
+fn first_segment(len: u32, nwin: u32) -> u32 {
+    let wide = match std::env::var("CUZK_MSM_REDUCE_WIDE").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => len as u64 * nwin as u64 >= REDUCE_WIDE_FROM,
+    };
+    if wide {
+        REDUCE_L_WIDE
+    } else {
+        REDUCE_L
+    }
+}
+
 /// Runs the reduction levels of cuda/msm/reduce.cuh over `nwin` windows of `len` buckets;
-/// returns, per level, one point per window: that level's Sum(acc).
+/// returns, per level, one point per window (that level's Sum(acc)) and the level's segment
+/// L, by which the host multiplies the levels after it.
 pub(super) fn reduce_windows<G: MsmGroup>(
     stream: &Arc<CudaStream>,
     k: &Kernels,
@@ -61,13 +78,20 @@ pub(super) fn reduce_windows<G: MsmGroup>(
     len: u32,
     nwin: u32,
     prof: &mut Profile,
-) -> Result<Vec<CudaSlice<u64>>> {
+) -> Result<Vec<(CudaSlice<u64>, u32)>> {
     let xyzz = G::XYZZ_U64;
-    let l = REDUCE_L;
-    let pad = |s: u32| if s <= 1 { 1 } else { s.next_multiple_of(l) };
+    // The next level's (and sum_windows') segment is REDUCE_L.
+    let pad = |s: u32| {
+        if s <= 1 {
+            1
+        } else {
+            s.next_multiple_of(REDUCE_L)
+        }
+    };
     let mut levels = Vec::new();
     let mut cur = buckets;
     let mut len = len;
+    let mut l = first_segment(len, nwin);
     loop {
         let s = len / l;
         let sp = pad(s);
@@ -86,13 +110,14 @@ pub(super) fn reduce_windows<G: MsmGroup>(
                 .launch(grid(s * nwin, 128))?;
         }
         prof.mark(&format!("reduce{}", levels.len()))?;
-        levels.push(sum_windows::<G>(stream, k, acc, sp, nwin)?);
+        levels.push((sum_windows::<G>(stream, k, acc, sp, nwin)?, l));
         prof.mark(&format!("sum{}", levels.len() - 1))?;
         if s == 1 {
             return Ok(levels);
         }
         cur = run;
         len = sp;
+        l = REDUCE_L;
     }
 }
 

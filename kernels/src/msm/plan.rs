@@ -45,7 +45,7 @@ pub(super) fn windows(c: u32) -> u32 {
 }
 
 pub(super) fn buckets_per_window(c: u32) -> u32 {
-    ((1u32 << (c - 1)) + 1).next_multiple_of(REDUCE_L)
+    ((1u32 << (c - 1)) + 1).next_multiple_of(REDUCE_L_WIDE)
 }
 
 /// How a chunk runs: c-bit windows, `fold` consecutive windows per set of buckets (1 unless
