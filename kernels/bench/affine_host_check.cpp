@@ -151,6 +151,7 @@ static void check_lazy_y3(const Case& c, const std::vector<aff>& pts) {
         const xyzz want = bucket_sum<fp_t::FIOS_ROWS + 12>(b, pts);
         bad += !same(bucket_sum<fp_t::FIOS_LAZY>(b, pts), want);
         bad += !same(bucket_sum<fp_t::KARA_LAZY>(b, pts), want);
+        bad += !same(bucket_sum<fp_t::FIOS_CALL_LAZY>(b, pts), want);
         sums.push_back(want);
     }
     // Both signs of every sum, so that the fold also meets p + (-p).
@@ -158,10 +159,15 @@ static void check_lazy_y3(const Case& c, const std::vector<aff>& pts) {
         sums.push_back({sums[i].X, sums[i].Y.neg(), sums[i].ZZ, sums[i].ZZZ});
     std::vector<xyzz> want_steps, lazy_steps;
     fold_sums<fp_t::FIOS_ROWS + 12>(sums, want_steps);
-    fold_sums<fp_t::FIOS_LAZY>(sums, lazy_steps);
-    for (size_t i = 0; i < want_steps.size(); i++) bad += !same(lazy_steps[i], want_steps[i]);
+    for (int u : {0, 1}) {
+        if (u == 0)
+            fold_sums<fp_t::FIOS_LAZY>(sums, lazy_steps);
+        else
+            fold_sums<fp_t::FIOS_CALL_LAZY>(sums, lazy_steps);
+        for (size_t i = 0; i < want_steps.size(); i++) bad += !same(lazy_steps[i], want_steps[i]);
+    }
     g_lazy_bad += bad;
-    printf("%-28s lazy Y3 (mixed: FIOS_LAZY, KARA_LAZY; full: FIOS_LAZY) against FIOS: %s (%ld bad)\n",
+    printf("%-28s lazy Y3 (mixed: FIOS_LAZY, KARA_LAZY, FIOS_CALL_LAZY; full: FIOS_(CALL_)LAZY) vs FIOS: %s (%ld bad)\n",
            c.name, bad ? "FAIL" : "ok", bad);
 }
 

@@ -96,7 +96,8 @@ int main() {
                             fp_t::mul_fios<6>(a, b), fp_t::mul_fios<12>(a, b),
                             fp_t::mul<fp_t::FIOS_CALL>(a, b), fp_t::mul<fp_t::KARA>(a, b),
                             fp_t::mul<fp_t::KARA_LAZY>(a, b), fp_t::mul_kara(b, a),
-                            fp_t::mul<fp_t::FIOS_LAZY>(a, b)};
+                            fp_t::mul<fp_t::FIOS_LAZY>(a, b),
+                            fp_t::mul<fp_t::FIOS_CALL_LAZY>(a, b)};
         for (const fp_t& g : got) bad += !(g == ref);
         bad += !wide_eq(fp_t::mul_wide(a, b), wide_ref(a.v, b.v));
         bad += !wide_eq(fp_t::mul_wide_school(a, b), wide_ref(a.v, b.v));
@@ -113,6 +114,7 @@ int main() {
         const fp_t ref = fp_t::mul_cios<1>(a, b) - fp_t::mul_cios<1>(c, d);
         msm_bad += !(fp_t::mul_sub_mul(a, b, c, d) == ref);
         msm_bad += !(fp_t::mul_sub_mul<fp_t::FIOS_LAZY>(a, b, c, d) == ref);
+        msm_bad += !(fp_t::mul_sub_mul<fp_t::FIOS_CALL_LAZY>(a, b, c, d) == ref);
         msm_checked++;
     };
     auto check_msm_cases = [&](const fp_t& a, const fp_t& b, const fp_t& c, const fp_t& d) {

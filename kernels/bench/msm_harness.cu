@@ -349,6 +349,18 @@ static std::vector<uint32_t> parse_list(const char* s) {
     V(1, 1, "cios rolled (old crate)")                     \
     V(fp2_t::FAST_U, 1, "crate: fios unrolled call")
 #endif
+// -DLAZY_SET: the lazy Y3 in and out of line at the blocks per SM their registers allow,
+// beside plain FIOS (the crate before FIOS_LAZY) and FIOS out of line.
+#ifdef LAZY_SET
+#define G1_VARIANTS                                     \
+    V(112, 2, "fios unrolled, 2 blk/SM")                \
+    V(600, 2, "fios lazy, 2 blk/SM (crate)")            \
+    V(200, 4, "fios call, 4 blk/SM")                    \
+    V(700, 4, "fios call lazy, 4 blk/SM")               \
+    V(700, 3, "fios call lazy, 3 blk/SM")               \
+    V(700, 2, "fios call lazy, 2 blk/SM")
+#define G2_VARIANTS V(1, 1, "cios rolled (crate)")
+#endif
 #ifndef G1_VARIANTS
 #define G1_VARIANTS                        \
     V(1, 4, "cios rolled (crate)")         \

@@ -66,6 +66,18 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
     scan_add(out, n, block_tot);
 }
 
+// G1's mixed-addition loops (the bucket accumulation, the ones' sum): their Fp product and
+// blocks of 128 per SM. FIOS_CALL_LAZY (products out of line, Y3 with one reduction) at 3
+// blocks: G1 2^24 bucket pass 88.07 ms against 93.62 for FIOS_LAZY inline at 2 and 96.30 for
+// plain FIOS at 2 (harness, -DLAZY_SET, H200; NOTES part 11). -DCUZK_G1_ADD_U=600
+// -DCUZK_G1_ADD_BLOCKS=2 builds the previous configuration (the A/B through the daemon).
+#ifndef CUZK_G1_ADD_U
+#define CUZK_G1_ADD_U fp_t::FIOS_CALL_LAZY
+#endif
+#ifndef CUZK_G1_ADD_BLOCKS
+#define CUZK_G1_ADD_BLOCKS 3
+#endif
+
 // ACC_BLOCKS: blocks of 128 the bucket kernel is built to fit per SM (register cap). With the
 // unrolled FIOS product G1 at 3 (168 registers, no spill) measured 97.2 ms against 99.5 ms at
 // 4 (128 registers, 36 B of spill) for the G1 2^24 bucket pass (kernels/bench/msm_harness.cu),
@@ -73,13 +85,13 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
 // registers, so 1. The host sizes its segments from the kernel's occupancy.
 // REDUCE_INLINE, REDUCE_BLOCKS: the reduction kernels' full addition inlined (G1) or shared
 // out of line (G2), and their blocks per SM.
-#define CUZK_MSM_GROUP(G, F, ACC_BLOCKS, REDUCE_INLINE, REDUCE_BLOCKS)                                                       \
+#define CUZK_MSM_GROUP(G, F, ACC_U, ACC_BLOCKS, REDUCE_INLINE, REDUCE_BLOCKS)                                                     \
     __global__ void __launch_bounds__(128, ACC_BLOCKS) msm_accumulate_##G(                                 \
         const affine_t<F>* points, const uint32_t* sorted, const uint32_t* offsets,            \
         uint32_t nb, uint32_t total, uint32_t seg_len, xyzz_t<F>* buckets,                     \
         xyzz_t<F>* head_sum, uint32_t* head_bucket) {                                          \
-        accumulate_buckets<F>(points, sorted, offsets, nb, total, seg_len, buckets, head_sum, \
-                              head_bucket);                                                    \
+        accumulate_buckets<F, ACC_U>(points, sorted, offsets, nb, total, seg_len, buckets,   \
+                                     head_sum, head_bucket);                                                 \
     }                                                                                          \
     __global__ void __launch_bounds__(128) msm_join_heads_##G(                                 \
         const uint32_t* key, const xyzz_t<F>* val, uint32_t m, uint32_t g, uint32_t* key_out,  \
@@ -105,10 +117,10 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
         fold_bases<F>(in, out, scratch, n, c);                                                 \
     }
 
-CUZK_MSM_GROUP(g1, fp_t, 2, true, 3)
+CUZK_MSM_GROUP(g1, fp_t, CUZK_G1_ADD_U, CUZK_G1_ADD_BLOCKS, true, 3)
 
 
-CUZK_MSM_GROUP(g2, fp2_t, 1, false, 1)
+CUZK_MSM_GROUP(g2, fp2_t, fp2_t::FAST_U, 1, false, 1)
 
 __global__ void msm_bits_sample(const uint4* scalars, uint32_t n, uint32_t samples,
                                 fr_words one, uint32_t* counts) {
@@ -130,11 +142,12 @@ __global__ void msm_bits_compact(const uint4* scalars, uint32_t first, uint32_t 
                  ones_idx, others_scalars, others_points);
 }
 
-// The same register budgets as the bucket kernels (one mixed addition per loop turn).
-__global__ void __launch_bounds__(128, 2) msm_bits_sum_g1(
+// The same product and register budgets as the bucket kernels (one mixed addition per loop
+// turn).
+__global__ void __launch_bounds__(128, CUZK_G1_ADD_BLOCKS) msm_bits_sum_g1(
     const g1_affine_t* points, uint32_t first, const uint32_t* ones_idx, const uint32_t* ranks,
     uint32_t word_lo, uint32_t word_hi, uint32_t nthreads, g1_xyzz_t* partial) {
-    bits_sum<fp_t>(points, first, ones_idx, ranks, word_lo, word_hi, nthreads, partial);
+    bits_sum<fp_t, CUZK_G1_ADD_U>(points, first, ones_idx, ranks, word_lo, word_hi, nthreads, partial);
 }
 
 __global__ void __launch_bounds__(128) msm_bits_sum_g2(

@@ -469,9 +469,10 @@ struct fp_t {
     static constexpr int KARA = 400;
     static constexpr int KARA_LAZY = 500;
     static constexpr int FIOS_LAZY = 600;
+    static constexpr int FIOS_CALL_LAZY = 700;
     // Whether the mixed addition under U forms Y3 with mul_sub_mul<U>.
     template <int U>
-    static constexpr bool LAZY_Y3 = U == KARA_LAZY || U == FIOS_LAZY;
+    static constexpr bool LAZY_Y3 = U == KARA_LAZY || U == FIOS_LAZY || U == FIOS_CALL_LAZY;
 
     static constexpr int H = N / 2;  // the split: a = a0 + a1 2^192, six limbs each
 
@@ -668,9 +669,12 @@ struct fp_t {
         static_assert(LAZY_Y3<U>, "U names no wide product");
         if constexpr (U == FIOS_LAZY)
             return mul_wide_school(a, b);
+        else if constexpr (U == FIOS_CALL_LAZY)
+            return mul_wide_school_call(a, b);
         else
             return mul_wide(a, b);
     }
+    CUZK_HD_NOINLINE static wide_t mul_wide_school_call(fp_t a, fp_t b) { return mul_wide_school(a, b); }
 
     // a b - c d mod p, canonical, with one reduction instead of two: the two wide products'
     // difference plus p^2 is in (0, 2 p^2) (each product is below p^2), a multiple of p
@@ -704,6 +708,8 @@ struct fp_t {
     //                    Y3 = R (Q - X3) - Y1 PPP with one reduction (mul_sub_mul)
     //   FIOS_LAZY        even/odd FIOS, unrolled, inline, and the mixed addition's Y3 from
     //                    two schoolbook wide products and one reduction
+    //   FIOS_CALL_LAZY   FIOS_LAZY with the products and wide products out of line (fewer
+    //                    registers: more blocks per SM)
     static constexpr int FIOS_ROWS = 100;
     static constexpr int FIOS_CALL = 200;
     static constexpr int FIOS_SQR = 300;
@@ -716,7 +722,7 @@ struct fp_t {
             return mul_fios<N>(a, b);
         else if constexpr (U == FIOS_SQR)
             return mul_fios<N>(a, b);
-        else if constexpr (U == FIOS_CALL)
+        else if constexpr (U == FIOS_CALL || U == FIOS_CALL_LAZY)
             return mul_fios_call(a, b);
         else if constexpr (U > FIOS_ROWS)
             return mul_fios<U - FIOS_ROWS>(a, b);

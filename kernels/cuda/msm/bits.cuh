@@ -111,7 +111,7 @@ __device__ __forceinline__ void bits_compact(const uint4* scalars, uint32_t firs
 // list gives the same sum). The ones' indices are global; this launch's bases are
 // points[idx - first] (first = 0 for resident bases, the piece's start for host bases).
 // Mixed additions are exact in every case (infinity, equal points, opposite points).
-template <class F>
+template <class F, int U = F::FAST_U>
 __device__ __forceinline__ void bits_sum(const affine_t<F>* points, uint32_t first,
                                          const uint32_t* ones_idx, const uint32_t* ranks,
                                          uint32_t word_lo, uint32_t word_hi, uint32_t nthreads,
@@ -122,6 +122,6 @@ __device__ __forceinline__ void bits_sum(const affine_t<F>* points, uint32_t fir
     xyzz_t<F> acc = partial[t];
     // e + nthreads cannot wrap: hi <= n <= 2^31 and nthreads < 2^31 (host bounds).
     for (uint32_t e = lo + t; e < hi; e += nthreads)
-        acc.add_affine(affine_t<F>::load(points + (ones_idx[e] - first)), false);
+        acc.template add_affine<U>(affine_t<F>::load(points + (ones_idx[e] - first)), false);
     partial[t] = acc;
 }
