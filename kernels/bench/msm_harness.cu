@@ -335,26 +335,27 @@ static std::vector<uint32_t> parse_list(const char* s) {
 // variant is compared with the first one of its group where its blocks per SM (hence its
 // segments and order of additions) are the first's, else with CIOS run at its segments:
 // every variant is checked bit for bit. -DCRATE_CONFIG checks the configuration cuda/msm.cu
-// builds (FAST_U, its blocks per SM) against CIOS. The last six: the crate's configuration
+// builds (CUZK_G1_ADD_U at CUZK_G1_ADD_BLOCKS) against CIOS. The last six: the crate's configuration
 // (2 blocks of 128 per SM), the Karatsuba product (KARA) and its lazy mixed addition
 // (KARA_LAZY, one reduction fewer per addition) beside it, and the lazy addition with FIOS
 // products and schoolbook wide ones (FIOS_LAZY).
 #ifdef CRATE_CONFIG
-#define G1_VARIANTS                                        \
-    V(1, 3, "cios rolled, 3 blk/SM")                       \
-    V(fp_t::FAST_U, 3, "crate: fios unrolled, 3 blk/SM")   \
-    V(fp_t::FIOS_SQR, 3, "fios + square, 3 blk/SM")        \
+#define G1_VARIANTS                                                 \
+    V(1, 3, "cios rolled, 3 blk/SM")                                \
+    V(fp_t::FIOS_CALL_LAZY, 3, "crate: fios call lazy, 3 blk/SM")   \
+    V(fp_t::FIOS_SQR, 3, "fios + square, 3 blk/SM")                 \
     V(fp_t::FIOS_SQR, 4, "fios + square, 4 blk/SM")
 #define G2_VARIANTS                                        \
     V(1, 1, "cios rolled (old crate)")                     \
     V(fp2_t::FAST_U, 1, "crate: fios unrolled call")
 #endif
 // -DLAZY_SET: the lazy Y3 in and out of line at the blocks per SM their registers allow,
-// beside plain FIOS (the crate before FIOS_LAZY) and FIOS out of line.
+// beside plain FIOS (the crate before FIOS_LAZY) and FIOS out of line (NOTES, part 11: out
+// of line at 3 blocks won and is the crate's bucket loop).
 #ifdef LAZY_SET
 #define G1_VARIANTS                                     \
     V(112, 2, "fios unrolled, 2 blk/SM")                \
-    V(600, 2, "fios lazy, 2 blk/SM (crate)")            \
+    V(600, 2, "fios lazy, 2 blk/SM (FAST_U)")           \
     V(200, 4, "fios call, 4 blk/SM")                    \
     V(700, 4, "fios call lazy, 4 blk/SM")               \
     V(700, 3, "fios call lazy, 3 blk/SM")               \
