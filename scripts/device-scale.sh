@@ -75,6 +75,14 @@ bench() { # name J count [flags]
         --daemon-arg=--backend=cuda --daemon-arg=--param-dir="$P" --daemon-arg=--synthesis-workers=2
 }
 
+# "binary" or "binary:VAR=value" -> bin, var (empty without one) and name, a log name
+# (binary-VAR-value).
+split_entry() {
+    bin=${1%%:*} var=
+    [[ $1 == *:* ]] && var=${1#*:}
+    name=$bin${var:+-${var//[=_]/-}}
+}
+
 # The 2^LOG set, generated (or found) in the parameter directory.
 gen_set() {
     step "gen-2p$log" 120 "$B/cuzk-client" params synthetic --shape porep --log-size "$log" --dir "$P"
@@ -250,9 +258,8 @@ product)
     # The crate's GPU tests of the default build first (TESTS, those bundled).
     # An entry test:VAR=value runs it with that variable too (its log test-VAR-value).
     for entry in ${TESTS:-}; do
-        t=${entry%%:*} var=
-        [[ $entry == *:* ]] && var=${entry#*:}
-        [[ -x $B/$t ]] && step "$t${var:+-${var//[=_]/-}}" 120 env ${var:+"$var"} "$B/$t" --test-threads=1
+        split_entry "$entry"
+        [[ -x $B/$bin ]] && step "$name" 120 env ${var:+"$var"} "$B/$bin" --test-threads=1
     done
     [[ -n ${TESTS:-} ]] && grep -h -E "^test result|panicked|FAILED" "$OUT"/cuda_*.log
     gen_set
@@ -260,12 +267,10 @@ product)
     # (cuzk-daemon:CUZK_MSM_REDUCE_WIDE=0).
     daemons=${DAEMONS:-cuzk-daemon,cuzk-daemon-alt}
     for entry in ${daemons//,/ }; do
-        d=${entry%%:*} var=
-        [[ $entry == *:* ]] && var=${entry#*:}
-        name=$d${var:+-${var//[=_]/-}}
-        [[ -x $B/$d ]] || { echo "no $B/$d"; status=1; continue; }
+        split_entry "$entry"
+        [[ -x $B/$bin ]] || { echo "no $B/$bin"; status=1; continue; }
         [[ -n $var ]] && export "${var?}"
-        CUZK_DAEMON=$B/$d step "bench-2p$log-$name" 200 bench "$name-$log" 2 2 --warmup 0
+        CUZK_DAEMON=$B/$bin step "bench-2p$log-$name" 200 bench "$name-$log" 2 2 --warmup 0
         [[ -n $var ]] && unset "${var%%=*}"
         echo "== $name"
         bash scripts/step-p50.sh "$OUT/daemon-$name-$log.log" | grep -E "GPU_END.ms|MSM_END|NTT"

@@ -470,7 +470,7 @@ struct fp_t {
     static constexpr int KARA_LAZY = 500;
     static constexpr int FIOS_LAZY = 600;
     static constexpr int FIOS_CALL_LAZY = 700;
-    // Whether the mixed addition under U forms Y3 with mul_sub_mul<U>.
+    // Whether the additions (mixed and full) under U form Y3 with mul_sub_mul<U>.
     template <int U>
     static constexpr bool LAZY_Y3 = U == KARA_LAZY || U == FIOS_LAZY || U == FIOS_CALL_LAZY;
 

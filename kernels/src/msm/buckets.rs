@@ -68,6 +68,16 @@ fn first_segment(len: u32, nwin: u32) -> u32 {
     }
 }
 
+/// A level's `s` outputs per window padded for the next level (and sum_windows), whose
+/// segment is REDUCE_L: one stays one.
+fn padded(s: u32) -> u32 {
+    if s <= 1 {
+        1
+    } else {
+        s.next_multiple_of(REDUCE_L)
+    }
+}
+
 /// Runs the reduction levels of cuda/msm/reduce.cuh over `nwin` windows of `len` buckets;
 /// returns, per level, one point per window (that level's Sum(acc)) and the level's segment
 /// L, by which the host multiplies the levels after it.
@@ -80,21 +90,13 @@ pub(super) fn reduce_windows<G: MsmGroup>(
     prof: &mut Profile,
 ) -> Result<Vec<(CudaSlice<u64>, u32)>> {
     let xyzz = G::XYZZ_U64;
-    // The next level's (and sum_windows') segment is REDUCE_L.
-    let pad = |s: u32| {
-        if s <= 1 {
-            1
-        } else {
-            s.next_multiple_of(REDUCE_L)
-        }
-    };
     let mut levels = Vec::new();
     let mut cur = buckets;
     let mut len = len;
     let mut l = first_segment(len, nwin);
     loop {
         let s = len / l;
-        let sp = pad(s);
+        let sp = padded(s);
         let mut acc = stream.alloc_zeros::<u64>((nwin * sp) as usize * xyzz)?;
         let mut run = stream.alloc_zeros::<u64>((nwin * sp) as usize * xyzz)?;
         unsafe {
@@ -134,7 +136,7 @@ pub(super) fn sum_windows<G: MsmGroup>(
     let mut len = len;
     while len > 1 {
         let s = len / l;
-        let sp = if s <= 1 { 1 } else { s.next_multiple_of(l) };
+        let sp = padded(s);
         let mut out = stream.alloc_zeros::<u64>((nwin * sp) as usize * G::XYZZ_U64)?;
         unsafe {
             stream
