@@ -191,6 +191,15 @@ impl Engine {
         }
         let weak = Arc::downgrade(&shared);
         spawn("retention", move || retention_loop(weak));
+        // A daemon killed while it wrote a set leaves its temporary file (up to ~47 GB).
+        let (orphans, bytes) = crate::atomic_file::remove_orphans(&shared.config.param_dir);
+        if !orphans.is_empty() {
+            tracing::warn!(
+                files = orphans.len(),
+                bytes,
+                "removed the temporary files of writers that are gone"
+            );
+        }
         tracing::info!(
             backend = %shared.devices.iter().map(|d| d.backend.name()).collect::<Vec<_>>().join(","),
             synthesis_workers = shared.config.synthesis_workers,

@@ -7,13 +7,15 @@
 // mul_wide and mul_wide_school with a plain 768-bit product (64-bit accumulators), redc with
 // a reference on wide values up to its bound (p R), and mul_sub_mul (a b - c d with one
 // reduction) with two CIOS products' difference.
-// (and the Fp / Fp2 inversions against a * a^-1 = 1)
+// (and the Fp / Fp2 inversions against a * a^-1 = 1; the lazy Fp2 product, a b - c d and
+// the G2 XYZZ additions over them against Karatsuba over CIOS)
 //   g++ -O2 -std=c++17 kernels/bench/fp_host_check.cpp -o fp_host_check && ./fp_host_check
 #include <cstdio>
 #include <random>
 #include <vector>
 
 #include "../cuda/field/fp.cuh"
+#include "../cuda/curve/xyzz.cuh"
 #include "../cuda/field/fp2.cuh"
 #include "random_fp.h"
 
@@ -203,6 +205,48 @@ int main() {
     }
     printf("Fp redc: p^2 constant and %ld wide values up to p R, %ld mismatches\n", redc_checked,
            redc_bad);
+    // Fp2 with lazy reduction (G2's FIOS_CALL_LAZY): the product, a b - c d, and the XYZZ
+    // additions that use them (the lazy Y3 included), against Karatsuba over CIOS (U = 1).
+    // The formulas are identities of the field, so points need not lie on the curve.
+    long fp2_checked = 0, fp2_bad = 0;
+    {
+        constexpr int LAZY = fp_t::FIOS_CALL_LAZY;
+        std::vector<fp2_t> e2;
+        for (const fp_t& a : edge)
+            for (const fp_t& b : {fp_t::zero(), fp_t::one(), p_minus_1, a}) e2.push_back({a, b});
+        auto check2 = [&](const fp2_t& a, const fp2_t& b, const fp2_t& c, const fp2_t& d) {
+            fp2_bad += !(fp2_t::mul<LAZY>(a, b) == fp2_t::mul<1>(a, b));
+            fp2_bad += !(fp2_t::square<LAZY>(a) == fp2_t::square<1>(a));
+            const fp2_t ref = fp2_t::mul<1>(a, b) - fp2_t::mul<1>(c, d);
+            fp2_bad += !(fp2_t::mul_sub_mul<LAZY>(a, b, c, d) == ref);
+            fp2_bad += !(fp2_t::mul_sub_mul<LAZY>(a, b, a, b) == fp2_t::zero());
+            fp2_checked++;
+        };
+        for (size_t i = 0; i < e2.size(); i++)
+            for (size_t j = 0; j < e2.size(); j += 3)
+                check2(e2[i], e2[j], e2[(i + j) % e2.size()], e2[(i * 7 + 1) % e2.size()]);
+        // c1's largest wide value in a b - c d (~5 p^2): (a0 + a1)(b0 + b1) and c0 d0, c1 d1
+        // near p^2, a0 b0 and a1 b1 small.
+        const fp_t pm2 = p_minus_1 - fp_t::one();
+        check2({fp_t::one(), pm2}, {pm2, fp_t::one()}, {p_minus_1, p_minus_1},
+               {p_minus_1, p_minus_1});
+        auto elem2 = [&]() { return fp2_t{element(), element()}; };
+        for (int k = 0; k < 20000; k++) check2(elem2(), elem2(), elem2(), elem2());
+        using pt = xyzz_t<fp2_t>;
+        for (int k = 0; k < 2000; k++) {
+            const pt p0{elem2(), elem2(), elem2(), elem2()}, q{elem2(), elem2(), elem2(), elem2()};
+            const affine_t<fp2_t> a{elem2(), elem2()};
+            pt x = p0, y = p0;
+            x.add_affine<LAZY>(a, k & 1);
+            y.add_affine<1>(a, k & 1);
+            const pt s = pt::sum_inline<LAZY>(p0, q), r = pt::sum_inline<1>(p0, q);
+            fp2_bad += !(x.X == y.X && x.Y == y.Y && x.ZZ == y.ZZ && x.ZZZ == y.ZZZ);
+            fp2_bad += !(s.X == r.X && s.Y == r.Y && s.ZZ == r.ZZ && s.ZZZ == r.ZZZ);
+            fp2_checked += 2;
+        }
+    }
+    printf("Fp2 lazy (product, a b - c d, XYZZ additions): %ld checks, %ld mismatches\n",
+           fp2_checked, fp2_bad);
     // Inversions (the fold kernel's): a * a^-1 = 1, and 0^-1 = 0.
     long inv_bad = !(fp_t::zero().inv() == fp_t::zero());
     for (const fp_t& a : edge)
@@ -214,5 +258,5 @@ int main() {
         inv_bad += !(b * b.inv() == fp2_t::one());
     }
     printf("Fp / Fp2 inversions: %ld mismatches\n", inv_bad);
-    return bad != 0 || inv_bad != 0 || msm_bad != 0 || redc_bad != 0;
+    return bad != 0 || inv_bad != 0 || msm_bad != 0 || redc_bad != 0 || fp2_bad != 0;
 }

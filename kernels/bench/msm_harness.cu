@@ -362,6 +362,15 @@ static std::vector<uint32_t> parse_list(const char* s) {
     V(700, 2, "fios call lazy, 2 blk/SM")
 #define G2_VARIANTS V(1, 1, "cios rolled (crate)")
 #endif
+// -DFP2_LAZY_SET: G2's lazy Fp2 product and a b - c d (fp2_t, FIOS_CALL_LAZY, the crate's
+// default) beside FIOS out of line (the crate before it), both against CIOS.
+#ifdef FP2_LAZY_SET
+#define G1_VARIANTS V(fp_t::FIOS_CALL_LAZY, 3, "crate: fios call lazy, 3 blk/SM")
+#define G2_VARIANTS                                   \
+    V(1, 1, "cios rolled")                            \
+    V(fp_t::FIOS_CALL, 1, "fios unrolled call (before)") \
+    V(fp_t::FIOS_CALL_LAZY, 1, "fp2 lazy, call (crate)")
+#endif
 #ifndef G1_VARIANTS
 #define G1_VARIANTS                        \
     V(1, 4, "cios rolled (crate)")         \

@@ -77,6 +77,15 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
 #ifndef CUZK_G1_ADD_BLOCKS
 #define CUZK_G1_ADD_BLOCKS 3
 #endif
+// The bucket reduction's full addition (G1, inlined) and its blocks of 128 per SM. With the
+// lazy Y3 it spills 120 B at 3 blocks (1,260 B out of line), none at 2;
+// -DCUZK_G1_REDUCE_BLOCKS=3 builds the previous configuration.
+#ifndef CUZK_G1_REDUCE_U
+#define CUZK_G1_REDUCE_U fp_t::FIOS_LAZY
+#endif
+#ifndef CUZK_G1_REDUCE_BLOCKS
+#define CUZK_G1_REDUCE_BLOCKS 2
+#endif
 
 // ACC_BLOCKS: blocks of 128 the bucket kernel is built to fit per SM (register cap). With the
 // unrolled FIOS product G1 at 3 (168 registers, no spill) measured 97.2 ms against 99.5 ms at
@@ -85,7 +94,7 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
 // registers, so 1. The host sizes its segments from the kernel's occupancy.
 // REDUCE_INLINE, REDUCE_BLOCKS: the reduction kernels' full addition inlined (G1) or shared
 // out of line (G2), and their blocks per SM.
-#define CUZK_MSM_GROUP(G, F, ACC_U, ACC_BLOCKS, REDUCE_INLINE, REDUCE_BLOCKS)                                                     \
+#define CUZK_MSM_GROUP(G, F, ACC_U, ACC_BLOCKS, REDUCE_INLINE, REDUCE_U, REDUCE_BLOCKS)                                                     \
     __global__ void __launch_bounds__(128, ACC_BLOCKS) msm_accumulate_##G(                                 \
         const affine_t<F>* points, const uint32_t* sorted, const uint32_t* offsets,            \
         uint32_t nb, uint32_t total, uint32_t seg_len, xyzz_t<F>* buckets,                     \
@@ -101,12 +110,12 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
     __global__ void __launch_bounds__(128, REDUCE_BLOCKS) msm_reduce_level_##G(                               \
         const xyzz_t<F>* in, uint32_t len, uint32_t L, uint32_t nwin, uint32_t out_stride,     \
         xyzz_t<F>* acc_out, xyzz_t<F>* run_out) {                                              \
-        reduce_level<F, REDUCE_INLINE>(in, len, L, nwin, out_stride, acc_out, run_out);                       \
+        reduce_level<F, REDUCE_INLINE, REDUCE_U>(in, len, L, nwin, out_stride, acc_out, run_out);                       \
     }                                                                                          \
     __global__ void __launch_bounds__(128, REDUCE_BLOCKS) msm_sum_level_##G(                                  \
         const xyzz_t<F>* in, uint32_t len, uint32_t L, uint32_t nwin, uint32_t out_stride,     \
         xyzz_t<F>* out) {                                                                      \
-        sum_level<F, REDUCE_INLINE>(in, len, L, nwin, out_stride, out);                                       \
+        sum_level<F, REDUCE_INLINE, REDUCE_U>(in, len, L, nwin, out_stride, out);                                       \
     }                                                                                          \
     __global__ void msm_xyzz_to_jacobian_##G(const xyzz_t<F>* in, F* out, uint32_t n) {       \
         xyzz_to_jacobian<F>(in, out, n);                                                       \
@@ -117,10 +126,10 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
         fold_bases<F>(in, out, scratch, n, c);                                                 \
     }
 
-CUZK_MSM_GROUP(g1, fp_t, CUZK_G1_ADD_U, CUZK_G1_ADD_BLOCKS, true, 3)
+CUZK_MSM_GROUP(g1, fp_t, CUZK_G1_ADD_U, CUZK_G1_ADD_BLOCKS, true, CUZK_G1_REDUCE_U, CUZK_G1_REDUCE_BLOCKS)
 
 
-CUZK_MSM_GROUP(g2, fp2_t, fp2_t::FAST_U, 1, false, 1)
+CUZK_MSM_GROUP(g2, fp2_t, fp2_t::FAST_U, 1, false, fp2_t::FAST_U, 1)
 
 __global__ void msm_bits_sample(const uint4* scalars, uint32_t n, uint32_t samples,
                                 fr_words one, uint32_t* counts) {

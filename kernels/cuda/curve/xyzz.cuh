@@ -103,10 +103,10 @@ struct xyzz_t {
     CUZK_HD void add(const xyzz_t& q) { *this = sum(*this, q); }
     // INLINE: the formula inlined here instead of the shared out-of-line copy (the bucket
     // reduction's G1 kernels, whose loops are nothing but full additions).
-    template <bool INLINE>
+    template <bool INLINE, int U = F::FAST_U>
     CUZK_HD void add(const xyzz_t& q) {
         if constexpr (INLINE)
-            *this = sum_inline(*this, q);
+            *this = sum_inline<U>(*this, q);
         else
             *this = sum(*this, q);
     }

@@ -10,8 +10,8 @@
 #include "../curve/xyzz.cuh"
 
 // INLINE: full additions inlined (G1) or through the shared out-of-line copy (G2, whose
-// inlined formula would not fit the registers).
-template <class F, bool INLINE>
+// inlined formula would not fit the registers); U: their product where inlined.
+template <class F, bool INLINE, int U = F::FAST_U>
 __device__ __forceinline__ void reduce_level(const xyzz_t<F>* in, uint32_t len, uint32_t L,
                                              uint32_t nwin, uint32_t out_stride,
                                              xyzz_t<F>* acc_out, xyzz_t<F>* run_out) {
@@ -22,15 +22,15 @@ __device__ __forceinline__ void reduce_level(const xyzz_t<F>* in, uint32_t len, 
     const xyzz_t<F>* base = in + (size_t)w * len + (size_t)s * L;
     xyzz_t<F> run = xyzz_t<F>::inf(), acc = xyzz_t<F>::inf();
     for (uint32_t k = L - 1; k >= 1; k--) {
-        run.template add<INLINE>(base[k]);
-        acc.template add<INLINE>(run);
+        run.template add<INLINE, U>(base[k]);
+        acc.template add<INLINE, U>(run);
     }
-    run.template add<INLINE>(base[0]);
+    run.template add<INLINE, U>(base[0]);
     acc_out[(size_t)w * out_stride + s] = acc;
     run_out[(size_t)w * out_stride + s] = run;
 }
 
-template <class F, bool INLINE>
+template <class F, bool INLINE, int U = F::FAST_U>
 __device__ __forceinline__ void sum_level(const xyzz_t<F>* in, uint32_t len, uint32_t L,
                                           uint32_t nwin, uint32_t out_stride, xyzz_t<F>* out) {
     const uint32_t id = blockIdx.x * blockDim.x + threadIdx.x;
@@ -39,7 +39,7 @@ __device__ __forceinline__ void sum_level(const xyzz_t<F>* in, uint32_t len, uin
     const uint32_t w = id / S, s = id % S;
     const xyzz_t<F>* base = in + (size_t)w * len + (size_t)s * L;
     xyzz_t<F> acc = base[0];
-    for (uint32_t k = 1; k < L; k++) acc.template add<INLINE>(base[k]);
+    for (uint32_t k = 1; k < L; k++) acc.template add<INLINE, U>(base[k]);
     out[(size_t)w * out_stride + s] = acc;
 }
 
