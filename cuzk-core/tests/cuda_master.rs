@@ -116,3 +116,47 @@ fn a_key_released_to_the_device_proves_the_same_bytes() {
         "the full key uploads again"
     );
 }
+
+/// Two backends on one device in one process, proving at the same time: each proof's bytes
+/// still equal bellperson's. (The daemon runs one backend per device; tests and tools may
+/// run several. On the H200 `cuda_master` with two test threads once gave a wrong A at the
+/// first use of a set, kernels/NOTES.md part 12: this test asks for that overlap on purpose.)
+#[test]
+fn two_backends_on_one_device_prove_the_same_bytes() {
+    let (Some(first), Some(second)) = (CudaBackend::new_or_skip(0), CudaBackend::new_or_skip(0))
+    else {
+        return;
+    };
+    let log = 12u32;
+    let mut rng = ChaCha20Rng::seed_from_u64(91);
+    let params =
+        groth16::generate_random_parameters::<Bls12, _, _>(SyntheticCircuit::new(log, 0), &mut rng)
+            .unwrap();
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let circuits: Vec<_> = (0..4u64)
+        .map(|seed| SyntheticCircuit::new(log, seed + 1))
+        .collect();
+    let want: Vec<_> = circuits
+        .iter()
+        .map(|c| proof_bytes(&groth16::create_proof(c.clone(), &params, r, s).unwrap()))
+        .collect();
+    std::thread::scope(|scope| {
+        for (t, gpu) in [first, second].into_iter().enumerate() {
+            let (params, circuits, want) = (&params, &circuits, &want);
+            scope.spawn(move || {
+                // Its own id per backend: uploads, folds and reads overlap between the two.
+                let id = format!("two-backends-{t}");
+                for round in 0..3 {
+                    for (k, c) in circuits.iter().enumerate() {
+                        let got = prove_circuit(&gpu, params, &id, c.clone(), r, s).unwrap();
+                        assert_eq!(
+                            proof_bytes(&got),
+                            want[k],
+                            "backend {t} round {round} circuit {k}"
+                        );
+                    }
+                }
+            });
+        }
+    });
+}
