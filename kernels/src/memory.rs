@@ -17,13 +17,24 @@ pub struct DeviceScalars {
 
 impl DeviceScalars {
     /// Uninitialised device memory for `len` elements, allocated on the compute stream.
+    ///
+    /// The copy stream is ordered after the allocation, i.e. after every kernel queued on the
+    /// compute stream so far. The pool hands out memory freed on the compute stream while
+    /// kernels that use it are still queued (a later compute-stream kernel is ordered after
+    /// them; a copy on the copy stream is not), and memory freed on another backend's stream
+    /// with only this compute stream waiting for it. Without the order, an upload into the
+    /// new vector could land before those kernels have run, and they would overwrite it or
+    /// read it: A's density selection, queued, then A's input MSM's upload did this
+    /// (kernels/NOTES.md part 13).
     pub fn alloc(dev: &GpuDevice, len: usize) -> Result<Self> {
         dev.ctx().bind_to_thread()?;
         let stream = dev.stream().clone();
         let bytes = len.max(1) * ELEM_BYTES;
         // SAFETY: plain stream-ordered allocation; freed in Drop on the same stream.
         let ptr = unsafe { result::malloc_async(stream.cu_stream(), bytes) }?;
-        Ok(DeviceScalars { ptr, len, stream })
+        let d = DeviceScalars { ptr, len, stream };
+        dev.copy_stream().join(&d.stream)?;
+        Ok(d)
     }
 
     pub fn zeros(dev: &GpuDevice, len: usize) -> Result<Self> {

@@ -4,9 +4,13 @@
 //!
 //! One test, its parts in sequence: the driver refuses a second registration of a page
 //! already registered, and small vectors of concurrent tests may share pages.
+//!
+//! And the order of an upload after kernels still queued: a new vector may take memory the
+//! pool has just taken back from them, so its copy must wait for them.
 
 mod common;
 
+use cuzk_kernels::ntt::{self, Transform};
 use cuzk_kernels::{DeviceScalars, GpuDevice, HostRegistration, Limbs};
 
 /// A 2^27 partition's aux is 4.3 GB; this is 256 MiB and one element.
@@ -25,6 +29,35 @@ fn uploads_pinned_in_place_are_exact_and_bounded() {
     registered_uploads_land_whole_at_odd_sizes(&dev);
     large_uploads_land_whole_either_way(&dev);
     registrations_refuse_what_they_do_not_cover(&dev);
+}
+
+/// A vector freed while kernels that write it are still queued goes back to the pool at
+/// once (stream-ordered), and the next allocation of its size takes it. The upload into the
+/// new vector runs on the copy stream: unless it waits for the compute stream, the queued
+/// transforms overwrite what it copied. (The proving path does exactly this: A's density
+/// selection is queued, its rank buffers freed, and A's input MSM uploads its few scalars
+/// into a new vector; two backends on one device do it across each other's streams.)
+#[test]
+fn an_upload_waits_for_the_kernels_queued_before_its_allocation() {
+    let Some(dev) = common::device() else { return };
+    let n = 1usize << 22;
+    ntt::prepare(&dev, 22).unwrap();
+    for round in 0..4 {
+        let mut busy = DeviceScalars::upload(&dev, &fresh_limbs(n)).unwrap();
+        let want = fresh_limbs(n);
+        // ~1 ms each on an H200: the copy below is queued long before they end.
+        for _ in 0..48 {
+            ntt::transform_device(&dev, &mut busy, Transform::Ntt).unwrap();
+        }
+        drop(busy);
+        let fresh = DeviceScalars::upload(&dev, &want).unwrap();
+        let back = fresh.download(&dev).unwrap();
+        let differ = back.iter().zip(&want).filter(|(a, b)| a != b).count();
+        assert_eq!(
+            differ, 0,
+            "round {round}: {differ} of {n} elements overwritten"
+        );
+    }
 }
 
 fn registered_uploads_land_whole_at_odd_sizes(dev: &GpuDevice) {
