@@ -33,11 +33,16 @@
 #   scripts/device-scale.sh stages LOG   # MSM tests, gen, final's bench with the sort in stages
 #                                        # (default) and in series (CUZK_MSM_STAGES=1)
 #   scripts/device-scale.sh profile LOG  # gen, final's bench profiled in stages and in series
+#   scripts/device-scale.sh ahead LOG    # the copy-stream order (cuda_upload, and the test
+#                                        # built before the fix, .device/cuda_upload_prefix,
+#                                        # expected to fail), cuda_master with two threads x3,
+#                                        # the MSM tests; gen; J=2 x 2 proofs with H's sort
+#                                        # ahead and with CUZK_MSM_AHEAD=0; final's bench
 #   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
 set -uo pipefail
-phase=${1:?phase: check | small LOG | probe LOG | stages LOG | stagecount LOG | product LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
+phase=${1:?phase: check | small LOG | ahead LOG | probe LOG | stages LOG | stagecount LOG | product LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -179,6 +184,32 @@ final)
     grep -h -E "^test |test result" "$OUT"/cuda_*.log
     gen_set
     levels_bench final
+    ;;
+ahead)
+    # NOTES part 13. Expected to fail: the upload-order test built before the fix.
+    if [[ -x .device/cuda_upload_prefix ]]; then
+        timeout 60 .device/cuda_upload_prefix --exact \
+            an_upload_waits_for_the_kernels_queued_before_its_allocation >"$OUT/prefix.log" 2>&1
+        echo "cuda_upload before the fix: rc=$? (expected 101)" | tee -a "$OUT/summary.txt"
+        grep -h -E "overwritten|test result" "$OUT/prefix.log" | head -3
+    fi
+    for t in cuda_upload cuda_msm cuda_msm_bits cuda_abc; do
+        [[ -x $B/$t ]] && step "$t" 120 "$B/$t" --test-threads=2
+    done
+    for i in 1 2 3; do
+        step "cuda_master-t2-$i" 60 "$B/cuda_master" --test-threads=2
+    done
+    grep -h -E "^test result|panicked|FAILED" "$OUT"/cuda_*.log
+    gen_set
+    for entry in cuzk-daemon cuzk-daemon:CUZK_MSM_AHEAD=0; do
+        split_entry "$entry"
+        [[ -n $var ]] && export "${var?}"
+        CUZK_DAEMON=$B/$bin step "bench-2p$log-$name" 200 bench "$name-$log" 2 2 --warmup 0
+        [[ -n $var ]] && unset "${var%%=*}"
+        echo "== $name"
+        bash scripts/step-p50.sh "$OUT/daemon-$name-$log.log" | grep -E "GPU_END.ms|MSM_END|NTT"
+    done
+    [[ ${FINAL:-1} == 1 ]] && levels_bench final
     ;;
 count)
     # The MSM tests with every device-scalar count split into one pass per bucket set

@@ -90,7 +90,7 @@ impl TestGroup for G1Projective {
         cpu::msm_g1(points, scalars).unwrap()
     }
     fn gpu(dev: &GpuDevice, srs: &str, q: Query, p: &[G1Affine], s: &[Scalar]) -> Self {
-        // Ad hoc: the kernels themselves (the backend hands n <= 4 to the host).
+        // Ad hoc: the kernels themselves (the backend hands n <= 16 in G1 to the host).
         if q == Query::Adhoc {
             return kmsm::msm_g1(dev, Bases::Host(p), s).unwrap();
         }
@@ -591,12 +591,56 @@ fn device_scalars_in_sort_stages_match_cpu() {
         }
         let g2 = kmsm::msm_g2_device_scalars(&dev, Bases::Device(&three2), &on_dev).unwrap();
         assert_eq!(g2.to_affine(), want2, "G2 {what}, three copies");
+        // Begun, other MSMs queued meanwhile, then finished (the prover's H): sorted ahead
+        // where it runs in stages (three copies), whole at `finish` where not.
+        for (bases, ahead, path) in [
+            (Bases::Device(&three1), true, "three copies"),
+            (Bases::Device(&all1), false, "every copy"),
+            (Bases::Host(&p1[..]), false, "host bases"),
+        ] {
+            let mut begun = kmsm::BegunMsm::<G1>::begin(&dev, bases, &on_dev).unwrap();
+            assert_eq!(begun.is_ahead(), ahead, "{what}, {path}");
+            let other = kmsm::msm_g1_device_scalars(&dev, Bases::Device(&all1), &on_dev).unwrap();
+            begun.advance(&dev).unwrap();
+            let other2 = kmsm::msm_g1(&dev, Bases::Host(&p1), &s).unwrap();
+            let got = begun
+                .finish(&dev, bases, &on_dev, &mut kmsm::NoLetIn)
+                .unwrap();
+            assert_eq!(got.to_affine(), want1, "G1 {what}, begun, {path}");
+            assert_eq!(other.to_affine(), want1, "G1 {what}, beside the begun one");
+            assert_eq!(other2.to_affine(), want1, "G1 {what}, beside the begun one");
+        }
         // The vector is left as it was (the stages convert their own copy).
         assert_eq!(on_dev.download(&dev).unwrap(), cuda::as_limbs(&s), "{what}");
-        println!("stages, {what}: G1 (three paths) and G2 identical to the CPU");
+        println!("stages, {what}: G1 (three paths, three begun) and G2 identical to the CPU");
     }
+    begun_misuse_is_refused_or_harmless(&dev, &three1, &all1, &p1, &mut rng);
     let_in_between_stages(&dev, &p1, &mut rng);
     std::env::remove_var("CUZK_MSM_STAGES");
+}
+
+/// A begun MSM finished over other bases than it began with is refused; one dropped
+/// unfinished leaves the device as it was (the next MSM is exact).
+fn begun_misuse_is_refused_or_harmless(
+    dev: &GpuDevice,
+    three: &DeviceBases<G1>,
+    all: &DeviceBases<G1>,
+    points: &[G1Affine],
+    rng: &mut ChaCha20Rng,
+) {
+    let s = random_scalars(points.len(), rng);
+    let on_dev = DeviceScalars::upload(dev, cuda::as_limbs(&s)).unwrap();
+    let begun = kmsm::BegunMsm::<G1>::begin(dev, Bases::Device(three), &on_dev).unwrap();
+    assert!(begun.is_ahead());
+    assert!(begun
+        .finish(dev, Bases::Device(all), &on_dev, &mut kmsm::NoLetIn)
+        .is_err());
+    let mut begun = kmsm::BegunMsm::<G1>::begin(dev, Bases::Device(three), &on_dev).unwrap();
+    begun.advance(dev).unwrap();
+    drop(begun);
+    let got = kmsm::msm_g1_device_scalars(dev, Bases::Device(three), &on_dev).unwrap();
+    assert_eq!(got.to_affine(), G1Projective::cpu(points, &s).aff());
+    println!("begun: other bases refused; dropped unfinished, the next MSM exact");
 }
 
 /// Other MSMs run at the stages' pause points (the daemon's WinningPoSt inside a 2^27 H

@@ -8,7 +8,9 @@ use blstrs::{G1Projective, G2Projective, Scalar};
 use cuzk_kernels::{DeviceScalars, GpuDevice, GpuError};
 use ff::Field;
 
-use super::{Backend, BackendError, FromMatrices, G1Bases, G2Bases, Query, ScalarVec};
+use super::{
+    AtFinish, Backend, BackendError, BegunG1, FromMatrices, G1Bases, G2Bases, Query, ScalarVec,
+};
 use crate::between::{Between, Nothing};
 use crate::footprint::HostCopies;
 use crate::matrices::Matrices;
@@ -240,6 +242,21 @@ impl Backend for CudaBackend {
             ScalarVec::Device(d) => {
                 msm::msm_g1_device_scalars_between(&self.dev, bases, d, between)
             }
+        }
+    }
+
+    fn msm_g1_vec_begin<'a>(
+        &'a self,
+        bases: G1Bases<'a>,
+        v: ScalarVec<'a>,
+    ) -> Result<Box<dyn BegunG1 + 'a>, BackendError> {
+        match v {
+            ScalarVec::Device(d) => msm::msm_g1_device_scalars_begin(&self.dev, bases, d),
+            v => Ok(Box::new(AtFinish {
+                backend: self,
+                bases,
+                v,
+            })),
         }
     }
 

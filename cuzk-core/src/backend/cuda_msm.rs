@@ -23,7 +23,7 @@ use cuzk_kernels::msm::{self, Bases, DeviceBases, MsmGroup, G1, G2};
 use cuzk_kernels::{DeviceScalars, GpuDevice};
 
 use super::device_error;
-use crate::backend::{cpu, BackendError, G1Bases, G2Bases, Query};
+use crate::backend::{cpu, BackendError, BegunG1, G1Bases, G2Bases, Query};
 use crate::between::{Between, Nothing};
 
 /// Share of a device's memory that resident bases may take by default; the rest is the
@@ -32,8 +32,12 @@ const DEFAULT_RESIDENT_SHARE: f64 = 0.6;
 
 /// MSMs of at most this many scalars run on the host: a Groth16 proof's input parts (B's
 /// inputs are often just the constant one) cost a fixed ~0.5 ms (G1) to ~1 ms (G2) of
-/// launches and synchronisations on the device, against a few scalar multiplications here.
-const HOST_MSM_MAX: usize = 4;
+/// launches and synchronisations on the device, against a few scalar multiplications here
+/// (blst's multi-scalar multiplication: ~0.5 ms for 16 in G1, a G2 one ~3 times a G1's).
+/// A 2^27 PoRep partition's A has 9 inputs: on the device they took 4.4 ms profiled
+/// (kernels/NOTES.md part 12).
+const HOST_MSM_MAX_G1: usize = 16;
+const HOST_MSM_MAX_G2: usize = 4;
 
 pub fn msm_g1(
     dev: &GpuDevice,
@@ -41,7 +45,7 @@ pub fn msm_g1(
     scalars: &[Scalar],
 ) -> Result<G1Projective, BackendError> {
     check_shape(bases.len, scalars.len())?;
-    if scalars.len() <= HOST_MSM_MAX {
+    if scalars.len() <= HOST_MSM_MAX_G1 {
         return cpu::msm_g1(bases.host(scalars.len())?, scalars);
     }
     match resident::<G1>(dev, &bases)? {
@@ -57,7 +61,7 @@ pub fn msm_g2(
     scalars: &[Scalar],
 ) -> Result<G2Projective, BackendError> {
     check_shape(bases.len, scalars.len())?;
-    if scalars.len() <= HOST_MSM_MAX {
+    if scalars.len() <= HOST_MSM_MAX_G2 {
         return cpu::msm_g2(bases.host(scalars.len())?, scalars);
     }
     match resident::<G2>(dev, &bases)? {
@@ -96,6 +100,64 @@ pub fn msm_g1_device_scalars_between(
         }
     }
     .map_err(device_error)
+}
+
+/// As [`msm_g1_device_scalars_between`], begun: the first stage's sort queued now, on the
+/// device's side stream, beside whatever the caller runs before `finish`.
+pub fn msm_g1_device_scalars_begin<'a>(
+    dev: &'a GpuDevice,
+    bases: G1Bases<'a>,
+    scalars: DeviceScalars,
+) -> Result<Box<dyn BegunG1 + 'a>, BackendError> {
+    check_shape(bases.len, scalars.len())?;
+    let resident = resident::<G1>(dev, &bases)?;
+    let begun = match &resident {
+        Some(d) => msm::BegunMsm::begin(dev, Bases::Device(d), &scalars),
+        None => msm::BegunMsm::begin(dev, Bases::Host(bases.host(scalars.len())?), &scalars),
+    }
+    .map_err(device_error)?;
+    Ok(Box::new(BegunOnDevice {
+        dev,
+        bases,
+        resident,
+        begun,
+        scalars,
+    }))
+}
+
+/// A begun MSM and what it reads: the resident bases are held (never dropped to make room)
+/// until it is finished.
+struct BegunOnDevice<'a> {
+    dev: &'a GpuDevice,
+    bases: G1Bases<'a>,
+    resident: Option<Arc<DeviceBases<G1>>>,
+    begun: msm::BegunMsm<G1>,
+    scalars: DeviceScalars,
+}
+
+impl BegunG1 for BegunOnDevice<'_> {
+    fn advance(&mut self) -> Result<(), BackendError> {
+        self.begun.advance(self.dev).map_err(device_error)
+    }
+
+    fn finish(self: Box<Self>, between: &mut dyn Between) -> Result<G1Projective, BackendError> {
+        let BegunOnDevice {
+            dev,
+            bases,
+            resident,
+            begun,
+            scalars,
+        } = *self;
+        let mut let_in = LetIn(between);
+        match &resident {
+            Some(d) => begun.finish(dev, Bases::Device(d), &scalars, &mut let_in),
+            None => {
+                let points = bases.host(scalars.len())?;
+                begun.finish(dev, Bases::Host(points), &scalars, &mut let_in)
+            }
+        }
+        .map_err(device_error)
+    }
 }
 
 /// The kernels' pause points, answered by the step's [`Between`] (which counts the time).

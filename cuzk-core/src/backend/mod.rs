@@ -291,6 +291,21 @@ pub trait Backend: Send + Sync {
         self.msm_g1_vec(bases, v)
     }
 
+    /// Begins `msm_g1_vec` (taking the vector), to be finished after the caller's other
+    /// work: the CUDA backend sorts the first stage of a 2^27 H MSM on the device beside the
+    /// L, A and B MSMs that run meanwhile. Here: all of it at `finish`.
+    fn msm_g1_vec_begin<'a>(
+        &'a self,
+        bases: G1Bases<'a>,
+        v: ScalarVec<'a>,
+    ) -> Result<Box<dyn BegunG1 + 'a>, BackendError> {
+        Ok(Box::new(AtFinish {
+            backend: self,
+            bases,
+            v,
+        }))
+    }
+
     /// As `msm_g1_vec`, in G2.
     fn msm_g2_vec(
         &self,
@@ -322,3 +337,31 @@ pub trait Backend: Send + Sync {
 }
 
 pub type SharedBackend = Arc<dyn Backend>;
+
+/// A G1 MSM begun by [`Backend::msm_g1_vec_begin`].
+pub trait BegunG1 {
+    /// Queues more of it beside the caller's work: called once, after the caller has queued
+    /// some of its own.
+    fn advance(&mut self) -> Result<(), BackendError>;
+
+    /// Its result, `between`'s work let in at its pause points.
+    fn finish(self: Box<Self>, between: &mut dyn Between) -> Result<G1Projective, BackendError>;
+}
+
+/// A begun MSM that runs whole at `finish`.
+pub struct AtFinish<'a, B: ?Sized> {
+    pub backend: &'a B,
+    pub bases: G1Bases<'a>,
+    pub v: ScalarVec<'a>,
+}
+
+impl<B: Backend + ?Sized> BegunG1 for AtFinish<'_, B> {
+    fn advance(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, between: &mut dyn Between) -> Result<G1Projective, BackendError> {
+        self.backend
+            .msm_g1_vec_between(self.bases, &self.v, between)
+    }
+}

@@ -37,6 +37,7 @@ use crate::device::GpuDevice;
 use crate::error::{GpuError, Result};
 use crate::ntt::{DeviceScalars, Limbs, ELEM_BYTES};
 
+mod ahead;
 mod bases;
 mod bits;
 mod buckets;
@@ -45,6 +46,7 @@ mod scan;
 mod select;
 mod stages;
 
+pub use ahead::BegunMsm;
 use bases::*;
 pub use bases::{plan_fold, DeviceBases, Fold};
 pub use bits::{count_bits, BitCounts, BitsSplit};
@@ -514,45 +516,37 @@ fn msm_chunk<G: MsmGroup>(
             let src = d.device_ptr() + (offset * ELEM_BYTES) as u64;
             // SAFETY: both ranges lie inside their allocations (offset + n <= d.len()).
             unsafe { result::memcpy_dtod_async(sc, src, n * ELEM_BYTES, stream.cu_stream()) }?;
-            let stages = stage_sets(sets, n);
-            // One stage sorts on the compute stream; several on the side stream.
-            let side = if stages.len() > 1 {
-                dev.side_stream()
-            } else {
-                stream
-            };
-            side.join(stream)?;
-            // On every way out, errors included, the compute stream waits for the side
-            // stream: it frees the scalars' buffer, which the side stream's queued kernels
-            // may still read.
-            let _joined = JoinOnDrop { stream, side };
-            let mut convert = true;
-            let mut sort = |range: std::ops::Range<u32>| {
-                let counts = Counts::Count {
-                    convert: std::mem::take(&mut convert),
-                };
-                sort_stage(dev, k, side, sc, &lay, range, counts)
-            };
-            let mut stage = sort(stages[0].clone())?;
-            for i in 0..stages.len() {
-                // This stage's accumulation is queued before the next stage's sort, whose
-                // scan the host waits for: the compute stream is never left idle meanwhile.
-                accumulate_stage::<G>(dev, k, stream, points, m, &stage, &mut buckets)?;
-                if let Some(range) = stages.get(i + 1) {
-                    stage = sort(range.clone())?;
-                    // Here the next stage is sorted already, and the later stages keep
-                    // their overlap after a pause.
-                    pause(dev, Some(side), let_in)?;
-                }
-                prof.mark(&format!("stage{i}"))?;
-            }
+            // Dropped before sc_buf: the compute stream then waits for the side stream.
+            let mut ahead = SortAhead::new(dev, sc, lay, stage_sets(sets, n))?;
+            accumulate_stages::<G>(
+                dev,
+                k,
+                &mut ahead,
+                points,
+                m,
+                &mut buckets,
+                let_in,
+                &mut prof,
+            )?;
         }
     }
     drop(sc_buf);
+    reduce_and_combine::<G>(stream, k, buckets, plan, m, &mut prof)
+}
 
+/// Steps 4 and 5 of an MSM chunk, from its bucket sums.
+fn reduce_and_combine<G: MsmGroup>(
+    stream: &Arc<CudaStream>,
+    k: &Kernels,
+    buckets: CudaSlice<u64>,
+    plan: Plan,
+    m: u32,
+    prof: &mut Profile,
+) -> Result<G::Projective> {
+    let Plan { c, sets, .. } = plan;
     // 4. Per-set reduction, level by level; each level leaves one point per set.
     let (level_sums, segs): (Vec<_>, Vec<u32>) =
-        reduce_windows::<G>(stream, k, buckets, m, sets, &mut prof)?
+        reduce_windows::<G>(stream, k, buckets, m, sets, prof)?
             .into_iter()
             .unzip();
 

@@ -85,19 +85,6 @@ pub(super) fn pause(
     Ok(())
 }
 
-/// Makes `stream` wait for everything queued on `side` so far, when dropped.
-pub(super) struct JoinOnDrop<'a> {
-    pub(super) stream: &'a Arc<CudaStream>,
-    pub(super) side: &'a Arc<CudaStream>,
-}
-
-impl Drop for JoinOnDrop<'_> {
-    fn drop(&mut self) {
-        // An error here leaves the context broken, and the next call reports it.
-        let _ = self.stream.join(self.side);
-    }
-}
-
 /// One stage's sort: `offsets` (its buckets + 1 entries, from 0), the sorted point entries.
 pub(super) struct SortedStage {
     sets: std::ops::Range<u32>,
@@ -151,6 +138,14 @@ pub(super) fn count_digits(
     Ok(())
 }
 
+/// A stage counted and scanned (queued on its stream), its entries not yet placed.
+pub(super) struct CountedStage {
+    sets: std::ops::Range<u32>,
+    counts: CudaSlice<u32>,
+    offsets: CudaSlice<u32>,
+    nbs: u32,
+}
+
 /// Sorts the entries of bucket sets `sets` on `stream`: counts (unless given), offsets, the
 /// two passes of cuda/msm/sort.cuh. Returns once the offsets' total is known; the partition
 /// and place passes are queued.
@@ -163,9 +158,24 @@ pub(super) fn sort_stage(
     sets: std::ops::Range<u32>,
     counts: Counts,
 ) -> Result<SortedStage> {
+    let counted = count_stage(dev, k, stream, sc, lay, sets, counts)?;
+    place_stage(k, stream, sc, lay, counted)
+}
+
+/// The first half of [`sort_stage`]: the counts (unless given) and their scan, queued on
+/// `stream`; nothing waits for them.
+pub(super) fn count_stage(
+    dev: &GpuDevice,
+    k: &Kernels,
+    stream: &Arc<CudaStream>,
+    sc: u64,
+    lay: &MsmLayout,
+    sets: std::ops::Range<u32>,
+    counts: Counts,
+) -> Result<CountedStage> {
     let m = lay.buckets_per_window;
     let nbs = (sets.end - sets.start) * m;
-    let mut counts = match counts {
+    let counts = match counts {
         Counts::Given(c) => c,
         Counts::Count { mut convert } => {
             let mut counts = stream.alloc_zeros::<u32>(nbs as usize)?;
@@ -184,6 +194,29 @@ pub(super) fn sort_stage(
         }
     };
     let offsets = exclusive_scan(stream, k, &counts, nbs)?;
+    Ok(CountedStage {
+        sets,
+        counts,
+        offsets,
+        nbs,
+    })
+}
+
+/// The second half of [`sort_stage`]: waits for the offsets' total (the size of the lists),
+/// then queues the partition and place passes on `stream`.
+pub(super) fn place_stage(
+    k: &Kernels,
+    stream: &Arc<CudaStream>,
+    sc: u64,
+    lay: &MsmLayout,
+    counted: CountedStage,
+) -> Result<SortedStage> {
+    let CountedStage {
+        sets,
+        mut counts,
+        offsets,
+        nbs,
+    } = counted;
     let entries = stream.clone_dtoh(&offsets.slice(nbs as usize..))?[0];
     let (pshift, nparts) = partitions(nbs);
     let mut part_fill = stream.alloc_zeros::<u32>(nparts as usize)?;
@@ -217,6 +250,135 @@ pub(super) fn sort_stage(
         sorted,
         entries,
     })
+}
+
+/// The stages of an MSM over device scalars `sc`, each sorted one ahead of the
+/// accumulation on the side stream (on the compute stream where there is one stage). A
+/// stage's count may be queued early ([`SortAhead::count_next`]) and placed later
+/// ([`SortAhead::place_counted`]): a begun MSM (ahead.rs) sorts its first stage that way
+/// while the caller's other MSMs run. Dropped, it makes the compute stream wait for the
+/// side stream, which may still read `sc` (the caller frees it after this).
+pub(super) struct SortAhead {
+    stream: Arc<CudaStream>,
+    side: Arc<CudaStream>,
+    sc: u64,
+    lay: MsmLayout,
+    stages: Vec<std::ops::Range<u32>>,
+    /// The next stage to count.
+    next: usize,
+    counted: Option<CountedStage>,
+    sorted: Option<SortedStage>,
+    convert: bool,
+}
+
+impl SortAhead {
+    /// Nothing queued yet; the side stream waits for what the compute stream has queued
+    /// (the scalars' copy).
+    pub(super) fn new(
+        dev: &GpuDevice,
+        sc: u64,
+        lay: MsmLayout,
+        stages: Vec<std::ops::Range<u32>>,
+    ) -> Result<Self> {
+        let stream = dev.stream().clone();
+        let side = if stages.len() > 1 {
+            dev.side_stream().clone()
+        } else {
+            stream.clone()
+        };
+        side.join(&stream)?;
+        Ok(SortAhead {
+            stream,
+            side,
+            sc,
+            lay,
+            stages,
+            next: 0,
+            counted: None,
+            sorted: None,
+            convert: true,
+        })
+    }
+
+    pub(super) fn side(&self) -> &Arc<CudaStream> {
+        &self.side
+    }
+
+    /// Queues the next stage's count and scan, unless one is counted or sorted already or
+    /// every stage has been.
+    pub(super) fn count_next(&mut self, dev: &GpuDevice, k: &Kernels) -> Result<()> {
+        if self.counted.is_some() || self.sorted.is_some() {
+            return Ok(());
+        }
+        let Some(sets) = self.stages.get(self.next).cloned() else {
+            return Ok(());
+        };
+        let counts = Counts::Count {
+            convert: std::mem::take(&mut self.convert),
+        };
+        let stage = count_stage(dev, k, &self.side, self.sc, &self.lay, sets, counts)?;
+        self.counted = Some(stage);
+        self.next += 1;
+        Ok(())
+    }
+
+    /// Queues the counted stage's partition and place (the host waits for its scan).
+    pub(super) fn place_counted(&mut self, k: &Kernels) -> Result<()> {
+        if let Some(counted) = self.counted.take() {
+            self.sorted = Some(place_stage(k, &self.side, self.sc, &self.lay, counted)?);
+        }
+        Ok(())
+    }
+
+    /// The next stage, sorted (its passes queued; cudarc's events order the accumulation
+    /// that reads it after them), or None after the last.
+    pub(super) fn next_sorted(
+        &mut self,
+        dev: &GpuDevice,
+        k: &Kernels,
+    ) -> Result<Option<SortedStage>> {
+        self.count_next(dev, k)?;
+        self.place_counted(k)?;
+        Ok(self.sorted.take())
+    }
+}
+
+impl Drop for SortAhead {
+    fn drop(&mut self) {
+        // An error here leaves the context broken, and the next call reports it.
+        let _ = self.stream.join(&self.side);
+    }
+}
+
+/// Steps 2 and 3 over every stage of `ahead`: each stage's accumulation on the compute
+/// stream is queued before the next stage's sort, whose scan the host waits for, so the
+/// compute stream is never left idle meanwhile; a pause point after each stage but the
+/// last (the next stage is sorted by then, and the later stages keep their overlap).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn accumulate_stages<G: MsmGroup>(
+    dev: &GpuDevice,
+    k: &Kernels,
+    ahead: &mut SortAhead,
+    points: u64,
+    m: u32,
+    buckets: &mut CudaSlice<u64>,
+    let_in: &mut dyn LetIn,
+    prof: &mut Profile,
+) -> Result<()> {
+    let stream = dev.stream().clone();
+    let mut stage = ahead.next_sorted(dev, k)?;
+    let mut i = 0;
+    while let Some(sorted) = stage {
+        accumulate_stage::<G>(dev, k, &stream, points, m, &sorted, buckets)?;
+        stage = ahead.next_sorted(dev, k)?;
+        if stage.is_some() {
+            let side = ahead.side().clone();
+            pause(dev, Some(&side), let_in)?;
+        }
+        prof.mark(&format!("stage{i}"))?;
+        i += 1;
+    }
+    Ok(())
 }
 
 /// Bucket sums of one sorted stage into its sets' part of `buckets`, on `stream`: equal

@@ -1,0 +1,208 @@
+//! An MSM begun ahead of the caller's next work. The 2^27 partition's H MSM sorted its first
+//! stage (~64 ms) with nothing beside it (kernels/NOTES.md part 12): begun right after the H
+//! polynomial, that sort runs on the side stream while the caller's L, A and B MSMs run on
+//! the compute stream, and the MSM itself runs last.
+//!
+//! [`BegunMsm::begin`] copies the scalars and queues the first stage's count and scan;
+//! [`BegunMsm::advance`], called once the caller has queued other work, queues its partition
+//! and place (the host waits for the scan there, done by then); [`BegunMsm::finish`]
+//! accumulates every stage, reduces and combines, as the MSM run whole would. Where the MSM
+//! would not run in stages as one chunk of resident bases (small, short of free memory, host
+//! bases), all of it runs at `finish`. The bit split is not tried ahead: a begun MSM is for
+//! full-width scalars (the H polynomial), which it never pays for. `CUZK_MSM_AHEAD=0` runs
+//! every begun MSM whole at `finish` (after the caller's other MSMs, as before).
+
+use super::*;
+
+/// An MSM over device scalars, begun (see the module's notes).
+pub struct BegunMsm<G: MsmGroup> {
+    state: State,
+    _group: PhantomData<G>,
+}
+
+enum State {
+    /// The first stage sorting ahead.
+    Ahead(Box<Ahead>),
+    /// Runs whole at `finish`.
+    Whole,
+}
+
+/// `ahead` comes before `copy`: dropped first, it makes the compute stream wait for the
+/// side stream, which reads the copy.
+struct Ahead {
+    ahead: SortAhead,
+    copy: DeviceScalars,
+    plan: Plan,
+    lay: MsmLayout,
+    /// The bases' length and fold at `begin`: `finish` must be given the same ones.
+    bases: (usize, Option<Fold>),
+}
+
+impl<G: MsmGroup> BegunMsm<G> {
+    /// Begins sum_i scalars[i] * bases[i]. The scalars are copied (the caller's vector stays
+    /// as it is, and is read again only if the MSM falls back to running whole).
+    pub fn begin(dev: &GpuDevice, bases: Bases<'_, G>, scalars: &DeviceScalars) -> Result<Self> {
+        let whole = BegunMsm {
+            state: State::Whole,
+            _group: PhantomData,
+        };
+        let n = scalars.len();
+        // CUZK_MSM_AHEAD=0: every begun MSM runs whole at `finish` (the A/B).
+        let off = std::env::var("CUZK_MSM_AHEAD").is_ok_and(|v| v == "0");
+        let Bases::Device(d) = bases else {
+            return Ok(whole);
+        };
+        if off {
+            return Ok(whole);
+        }
+        if n == 0 || d.len < n {
+            // `finish` reports the shape.
+            return Ok(whole);
+        }
+        let plan = Plan::new(&bases, n);
+        let stages = stage_sets(plan.sets, n);
+        if stages.len() < 2 {
+            return Ok(whole);
+        }
+        dev.ctx().bind_to_thread()?;
+        if plan_chunk::<G>(&bases, n, dev.free_mem()?) != Some(n) {
+            return Ok(whole);
+        }
+        let k = Kernels::load::<G>(&dev.module("msm")?)?;
+        let lay = MsmLayout {
+            n: n as u32,
+            c: plan.c,
+            nwin: plan.nwin,
+            buckets_per_window: buckets_per_window(plan.c),
+            fold: plan.fold,
+            stride: d.len as u32,
+        };
+        let copy = DeviceScalars::alloc(dev, n)?;
+        // SAFETY: both allocations hold n elements.
+        unsafe {
+            result::memcpy_dtod_async(
+                copy.device_ptr(),
+                scalars.device_ptr(),
+                n * ELEM_BYTES,
+                dev.stream().cu_stream(),
+            )
+        }?;
+        let mut ahead = SortAhead::new(dev, copy.device_ptr(), lay, stages)?;
+        ahead.count_next(dev, &k)?;
+        Ok(BegunMsm {
+            state: State::Ahead(Box::new(Ahead {
+                ahead,
+                copy,
+                plan,
+                lay,
+                bases: (d.len, d.fold),
+            })),
+            _group: PhantomData,
+        })
+    }
+
+    /// Whether the first stage is sorting ahead (false: the MSM runs whole at `finish`).
+    pub fn is_ahead(&self) -> bool {
+        matches!(self.state, State::Ahead(_))
+    }
+
+    /// Queues the first stage's partition and place, after its count and scan.
+    pub fn advance(&mut self, dev: &GpuDevice) -> Result<()> {
+        if let State::Ahead(a) = &mut self.state {
+            dev.ctx().bind_to_thread()?;
+            a.ahead
+                .place_counted(&Kernels::load::<G>(&dev.module("msm")?)?)?;
+        }
+        Ok(())
+    }
+
+    /// The MSM's result, `let_in`'s work let in at its pause points. `bases` and `scalars`
+    /// must be those given to `begin`.
+    pub fn finish(
+        self,
+        dev: &GpuDevice,
+        bases: Bases<'_, G>,
+        scalars: &DeviceScalars,
+        let_in: &mut dyn LetIn,
+    ) -> Result<G::Projective> {
+        let whole = |let_in: &mut dyn LetIn| {
+            msm_letting_in::<G>(
+                dev,
+                bases,
+                Scalars::Device(scalars),
+                BitsSplit::from_env(),
+                let_in,
+            )
+        };
+        let State::Ahead(a) = self.state else {
+            return whole(let_in);
+        };
+        let Ahead {
+            ahead,
+            copy,
+            plan,
+            lay,
+            bases: begun,
+        } = *a;
+        let Bases::Device(d) = bases else {
+            return Err(GpuError::Invalid(
+                "msm finished over other bases than begun".into(),
+            ));
+        };
+        if (d.len, d.fold) != begun || scalars.len() != lay.n as usize {
+            return Err(GpuError::Invalid(
+                "msm finished over other bases than begun".into(),
+            ));
+        }
+        match run_ahead::<G>(dev, ahead, copy, plan, lay, d, let_in) {
+            // Memory taken since `begin` planned: the whole MSM plans afresh, in chunks.
+            Err(GpuError::Driver(e)) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                dev.stream().synchronize()?;
+                whole(let_in)
+            }
+            r => r,
+        }
+    }
+}
+
+/// Steps 2 to 5 of a begun MSM: as `msm_chunk`'s, with the first stage sorted already.
+fn run_ahead<G: MsmGroup>(
+    dev: &GpuDevice,
+    mut ahead: SortAhead,
+    copy: DeviceScalars,
+    plan: Plan,
+    lay: MsmLayout,
+    bases: &DeviceBases<G>,
+    let_in: &mut dyn LetIn,
+) -> Result<G::Projective> {
+    dev.ctx().bind_to_thread()?;
+    let k = Kernels::load::<G>(&dev.module("msm")?)?;
+    let stream = dev.stream();
+    let m = lay.buckets_per_window;
+    let mut prof = Profile::new(
+        stream,
+        format!(
+            "{} n={} c={} fold={} sets={} begun",
+            G::NAME,
+            lay.n,
+            plan.c,
+            plan.fold,
+            plan.sets
+        ),
+    );
+    let mut buckets = stream.alloc_zeros::<u64>(plan.buckets() as usize * G::XYZZ_U64)?;
+    let points = bases.buf.device_ptr();
+    accumulate_stages::<G>(
+        dev,
+        &k,
+        &mut ahead,
+        points,
+        m,
+        &mut buckets,
+        let_in,
+        &mut prof,
+    )?;
+    drop(ahead);
+    drop(copy);
+    reduce_and_combine::<G>(stream, &k, buckets, plan, m, &mut prof)
+}
