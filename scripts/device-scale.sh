@@ -37,7 +37,9 @@
 #                                        # built before the fix, .device/cuda_upload_prefix,
 #                                        # expected to fail), cuda_master with two threads x3,
 #                                        # the MSM tests; gen; J=2 x 2 proofs with H's sort
-#                                        # ahead and with CUZK_MSM_AHEAD=0; final's bench
+#                                        # ahead and with CUZK_MSM_AHEAD=0 (DAEMONS, as in
+#                                        # product, separated by spaces); final's bench
+#                                        # (FINAL=0: none)
 #   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
@@ -201,7 +203,8 @@ ahead)
     done
     grep -h -E "^test result|panicked|FAILED" "$OUT"/cuda_*.log
     gen_set
-    for entry in cuzk-daemon cuzk-daemon:CUZK_MSM_AHEAD=0; do
+    # Entries separated by spaces (a value may hold a comma: CUZK_MSM_AHEAD_AT=0,3).
+    for entry in ${DAEMONS:-cuzk-daemon cuzk-daemon:CUZK_MSM_AHEAD=0}; do
         split_entry "$entry"
         [[ -n $var ]] && export "${var?}"
         CUZK_DAEMON=$B/$bin step "bench-2p$log-$name" 200 bench "$name-$log" 2 2 --warmup 0

@@ -174,6 +174,8 @@ pub fn prove_with_key_between(
         + backend.msm_g1_vec(key.bases(Query::AAux, &params.a, n_in, lens.a), &a_aux)?;
     drop(a_aux);
     msms.a = laps.split();
+    h.advance()?;
+    h_time += laps.split();
     laps.pause(between);
 
     let b_in_scalars = b_input_density.select(&input);
@@ -187,6 +189,8 @@ pub fn prove_with_key_between(
         &b_aux,
     )?;
     msms.b_g1 = laps.split();
+    h.advance()?;
+    h_time += laps.split();
     laps.pause(between);
     let b_g2 = backend.msm_g2(
         key.bases(Query::BG2Input, &params.b_g2, 0, b_in),

@@ -81,6 +81,8 @@ impl DeviceScalars {
         }
         dev.ctx().bind_to_thread()?;
         let copy = dev.copy_stream();
+        // After the compute stream's work on this vector (DeviceScalars::zeros' memset).
+        copy.join(dev.stream())?;
         const PIECE: usize = 1 << 24;
         for (i, piece) in host.chunks(PIECE).enumerate() {
             let off = (i * PIECE * ELEM_BYTES) as u64;
@@ -142,6 +144,8 @@ impl DeviceScalars {
     pub fn copy_from_pinned(&mut self, dev: &GpuDevice, src: &PinnedScalars) -> Result<()> {
         let n = src.len.min(self.len);
         dev.ctx().bind_to_thread()?;
+        // After the compute stream's work on this vector.
+        dev.copy_stream().join(dev.stream())?;
         // SAFETY: both ranges are live allocations of at least n elements.
         unsafe {
             result::memcpy_htod_async(

@@ -340,8 +340,8 @@ pub type SharedBackend = Arc<dyn Backend>;
 
 /// A G1 MSM begun by [`Backend::msm_g1_vec_begin`].
 pub trait BegunG1 {
-    /// Queues more of it beside the caller's work: called once, after the caller has queued
-    /// some of its own.
+    /// Queues more of it beside the caller's work: called at each of the caller's phase
+    /// ends (the prover: after L, A and B_G1).
     fn advance(&mut self) -> Result<(), BackendError>;
 
     /// Its result, `between`'s work let in at its pause points.

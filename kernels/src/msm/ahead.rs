@@ -17,7 +17,33 @@ use super::*;
 /// An MSM over device scalars, begun (see the module's notes).
 pub struct BegunMsm<G: MsmGroup> {
     state: State,
+    /// `advance` calls so far, and those that queue the first stage's count and its place.
+    advances: u32,
+    at: AheadAt,
     _group: PhantomData<G>,
+}
+
+/// At which of the caller's `advance` calls the first stage's count and scan (0: at
+/// `begin`) and its partition and place are queued: `CUZK_MSM_AHEAD_AT=count,place`, default
+/// 0,1. The prover calls `advance` after L, A and B_G1; what is queued runs beside the MSMs
+/// that follow.
+#[derive(Clone, Copy)]
+struct AheadAt {
+    count: u32,
+    place: u32,
+}
+
+impl AheadAt {
+    fn from_env() -> Self {
+        let parsed = std::env::var("CUZK_MSM_AHEAD_AT").ok().and_then(|v| {
+            let (c, p) = v.split_once(',')?;
+            Some((c.trim().parse().ok()?, p.trim().parse().ok()?))
+        });
+        match parsed {
+            Some((count, place)) if count < place => AheadAt { count, place },
+            _ => AheadAt { count: 0, place: 1 },
+        }
+    }
 }
 
 enum State {
@@ -44,6 +70,8 @@ impl<G: MsmGroup> BegunMsm<G> {
     pub fn begin(dev: &GpuDevice, bases: Bases<'_, G>, scalars: &DeviceScalars) -> Result<Self> {
         let whole = BegunMsm {
             state: State::Whole,
+            advances: 0,
+            at: AheadAt { count: 0, place: 1 },
             _group: PhantomData,
         };
         let n = scalars.len();
@@ -88,7 +116,10 @@ impl<G: MsmGroup> BegunMsm<G> {
             )
         }?;
         let mut ahead = SortAhead::new(dev, copy.device_ptr(), lay, stages)?;
-        ahead.count_next(dev, &k)?;
+        let at = AheadAt::from_env();
+        if at.count == 0 {
+            ahead.count_next(dev, &k)?;
+        }
         Ok(BegunMsm {
             state: State::Ahead(Box::new(Ahead {
                 ahead,
@@ -97,6 +128,8 @@ impl<G: MsmGroup> BegunMsm<G> {
                 lay,
                 bases: (d.len, d.fold),
             })),
+            advances: 0,
+            at,
             _group: PhantomData,
         })
     }
@@ -106,12 +139,23 @@ impl<G: MsmGroup> BegunMsm<G> {
         matches!(self.state, State::Ahead(_))
     }
 
-    /// Queues the first stage's partition and place, after its count and scan.
+    /// Called at each of the caller's phase ends: queues the first stage's count and scan,
+    /// then at a later call its partition and place (`CUZK_MSM_AHEAD_AT`); `finish` queues
+    /// what no call did.
     pub fn advance(&mut self, dev: &GpuDevice) -> Result<()> {
-        if let State::Ahead(a) = &mut self.state {
-            dev.ctx().bind_to_thread()?;
-            a.ahead
-                .place_counted(&Kernels::load::<G>(&dev.module("msm")?)?)?;
+        self.advances += 1;
+        let State::Ahead(a) = &mut self.state else {
+            return Ok(());
+        };
+        if self.advances != self.at.count && self.advances != self.at.place {
+            return Ok(());
+        }
+        dev.ctx().bind_to_thread()?;
+        let k = Kernels::load::<G>(&dev.module("msm")?)?;
+        if self.advances == self.at.count {
+            a.ahead.count_next(dev, &k)?;
+        } else {
+            a.ahead.place_counted(&k)?;
         }
         Ok(())
     }
