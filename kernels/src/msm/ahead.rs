@@ -24,9 +24,12 @@ pub struct BegunMsm<G: MsmGroup> {
 }
 
 /// At which of the caller's `advance` calls the first stage's count and scan (0: at
-/// `begin`) and its partition and place are queued: `CUZK_MSM_AHEAD_AT=count,place`, default
-/// 0,1. The prover calls `advance` after L, A and B_G1; what is queued runs beside the MSMs
-/// that follow.
+/// `begin`) and its partition and place are queued: `CUZK_MSM_AHEAD_AT=count,place`. The
+/// prover calls `advance` after L, A and B_G1, and what is queued runs beside the MSMs that
+/// follow, slowing them: on the H200 at 2^27 (kernels/NOTES.md part 13) the sort took ~50 ms
+/// off H wherever it ran, and the step gained most with the count beside B_G1 and the place
+/// beside B_G2 (2,3, the default: -30 ms against the MSM run whole) than beside L and A
+/// (0,1: -18 ms) or L and B_G2 (0,3: -8 ms).
 #[derive(Clone, Copy)]
 struct AheadAt {
     count: u32,
@@ -41,7 +44,7 @@ impl AheadAt {
         });
         match parsed {
             Some((count, place)) if count < place => AheadAt { count, place },
-            _ => AheadAt { count: 0, place: 1 },
+            _ => AheadAt { count: 2, place: 3 },
         }
     }
 }
