@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use bellperson::groth16::{Parameters, Proof, VerifyingKey};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
-use group::{prime::PrimeCurveAffine, Curve};
+use group::{prime::PrimeCurveAffine, Curve, Group};
 
-use crate::backend::{Backend, BackendError, Query};
+use crate::backend::{Backend, BackendError, BegunG1, Query};
 use crate::between::{Between, Counted, Nothing};
 use crate::key::Key;
 use crate::synth::Synthesized;
@@ -153,20 +153,24 @@ pub fn prove_with_key_between(
     let mut msms = MsmTimings::default();
     let mut laps = Laps::new();
 
-    // H's MSM is begun first and finished last: the CUDA backend sorts its first stage on
-    // the device while L, A and B run (kernels/NOTES.md part 13). Its time is its own
-    // calls' (begin, advance, finish); the sort beside L, A and B counts in theirs.
+    // H's MSM is begun first. Sorting ahead (the CUDA backend, CUZK_MSM_AHEAD=1: its first
+    // stage sorts on the device beside B_G1 and B_G2) it finishes last; else it runs now,
+    // before L, A and B, as it always has (the order whose next step measured fastest:
+    // kernels/NOTES.md part 13). Its time is its own calls' (begin, advance, finish).
     let h_bases = key.bases(Query::H, &params.h, 0, lens.h);
-    let mut h = backend.msm_g1_vec_begin(h_bases, h_coeffs)?;
-    let mut h_time = laps.split();
+    let mut h = HMsm::Begun(backend.msm_g1_vec_begin(h_bases, h_coeffs)?);
+    let mut h_time = Duration::ZERO;
+    if !h.is_ahead() {
+        h.finish(between, &mut laps, &mut h_time)?;
+        laps.pause(between);
+    }
     let aux = match aux {
         Some(aux) => aux,
         None => load_aux()?,
     };
     let l = backend.msm_g1_vec(key.bases(Query::L, &params.l, 0, lens.l), &aux)?;
     msms.l = laps.split();
-    h.advance()?;
-    h_time += laps.split();
+    h.advance(&mut laps, &mut h_time)?;
     laps.pause(between);
 
     let a_aux = backend.select(&aux, &a_aux_density)?;
@@ -174,8 +178,7 @@ pub fn prove_with_key_between(
         + backend.msm_g1_vec(key.bases(Query::AAux, &params.a, n_in, lens.a), &a_aux)?;
     drop(a_aux);
     msms.a = laps.split();
-    h.advance()?;
-    h_time += laps.split();
+    h.advance(&mut laps, &mut h_time)?;
     laps.pause(between);
 
     let b_in_scalars = b_input_density.select(&input);
@@ -189,8 +192,7 @@ pub fn prove_with_key_between(
         &b_aux,
     )?;
     msms.b_g1 = laps.split();
-    h.advance()?;
-    h_time += laps.split();
+    h.advance(&mut laps, &mut h_time)?;
     laps.pause(between);
     let b_g2 = backend.msm_g2(
         key.bases(Query::BG2Input, &params.b_g2, 0, b_in),
@@ -200,12 +202,11 @@ pub fn prove_with_key_between(
         &b_aux,
     )?;
     msms.b_g2 = laps.split();
-    laps.pause(between);
-
-    let mut inside = Counted::new(&mut *between);
-    let h = h.finish(&mut inside)?;
-    let let_in = inside.total;
-    msms.h = h_time + laps.split_leaving_out(let_in);
+    if h.is_ahead() {
+        laps.pause(between);
+    }
+    let h = h.finish(between, &mut laps, &mut h_time)?;
+    msms.h = h_time;
     let msm = t.elapsed().saturating_sub(laps.paused);
 
     Ok((
@@ -225,6 +226,50 @@ pub fn prove_with_key_between(
             abc_in_step: deferred.is_some(),
         },
     ))
+}
+
+/// H's MSM in the step: begun, then finished where the backend sorts it ahead, else at once.
+enum HMsm<'a> {
+    Begun(Box<dyn BegunG1 + 'a>),
+    Done(G1Projective),
+}
+
+impl HMsm<'_> {
+    fn is_ahead(&self) -> bool {
+        matches!(self, HMsm::Begun(b) if b.is_ahead())
+    }
+
+    /// `advance` of a begun MSM, its time added to `h_time`.
+    fn advance(&mut self, laps: &mut Laps, h_time: &mut Duration) -> Result<(), ProveError> {
+        if let HMsm::Begun(b) = self {
+            laps.split();
+            b.advance()?;
+            *h_time += laps.split();
+        }
+        Ok(())
+    }
+
+    /// Its result (finishing it, the work let in at its pause points left out of its time).
+    fn finish(
+        &mut self,
+        between: &mut dyn Between,
+        laps: &mut Laps,
+        h_time: &mut Duration,
+    ) -> Result<G1Projective, ProveError> {
+        let done = match std::mem::replace(self, HMsm::Done(G1Projective::identity())) {
+            HMsm::Done(p) => p,
+            HMsm::Begun(b) => {
+                laps.split();
+                let mut inside = Counted::new(between);
+                let p = b.finish(&mut inside)?;
+                let let_in = inside.total;
+                *h_time += laps.split_leaving_out(let_in);
+                p
+            }
+        };
+        *self = HMsm::Done(done);
+        Ok(done)
+    }
 }
 
 /// Each MSM's time, the pauses between them left out.

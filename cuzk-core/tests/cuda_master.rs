@@ -24,10 +24,12 @@ fn synthetic_proofs_on_cuda_match_cpu_and_bellperson() {
     let Some(gpu) = CudaBackend::new_or_skip(0) else {
         return;
     };
-    // Stages below their 2^24 default, so that H's MSM is begun and sorts ahead (the 2^27
-    // step's path) at a set's first use, while its bases are plain. The variable changes no
-    // result, only the order of the work, so the other tests may see it too.
+    // Stages below their 2^24 default, and H's MSM sorted ahead (off by default), so that
+    // the 2^27 step's path runs at a set's first use, while its bases are plain. The
+    // variables change no result, only the order of the work, so the other tests may see
+    // them too.
     std::env::set_var("CUZK_MSM_STAGES", "3");
+    std::env::set_var("CUZK_MSM_AHEAD", "1");
     for log in [4u32, 10, 14] {
         let mut rng = ChaCha20Rng::seed_from_u64(log as u64);
         let params = groth16::generate_random_parameters::<Bls12, _, _>(
@@ -132,6 +134,7 @@ fn two_backends_on_one_device_prove_the_same_bytes() {
         return;
     };
     std::env::set_var("CUZK_MSM_STAGES", "3");
+    std::env::set_var("CUZK_MSM_AHEAD", "1");
     let log = 12u32;
     let mut rng = ChaCha20Rng::seed_from_u64(91);
     let params =

@@ -559,6 +559,8 @@ fn device_scalars_in_sort_stages_match_cpu() {
     // See chunked_msm_matches_cpu: the variable is read per call, and a stage count changes
     // no result, only the order of the work.
     std::env::set_var("CUZK_MSM_STAGES", "3");
+    // Begun MSMs sort ahead only where asked to (off by default).
+    std::env::set_var("CUZK_MSM_AHEAD", "1");
     let mut rng = fresh_rng();
     let n = (1 << 14) + 3;
     let p1 = random_points::<G1Projective>(n, &mut rng).affine;
@@ -621,6 +623,7 @@ fn device_scalars_in_sort_stages_match_cpu() {
     begun_misuse_is_refused_or_harmless(&dev, &three1, &all1, &p1, &mut rng);
     let_in_between_stages(&dev, &p1, &mut rng);
     std::env::remove_var("CUZK_MSM_STAGES");
+    std::env::remove_var("CUZK_MSM_AHEAD");
 }
 
 /// A begun MSM finished over other bases than it began with is refused; one dropped

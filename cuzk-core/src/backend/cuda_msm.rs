@@ -140,6 +140,10 @@ impl BegunG1 for BegunOnDevice<'_> {
         self.begun.advance(self.dev).map_err(device_error)
     }
 
+    fn is_ahead(&self) -> bool {
+        self.begun.is_ahead()
+    }
+
     fn finish(self: Box<Self>, between: &mut dyn Between) -> Result<G1Projective, BackendError> {
         let BegunOnDevice {
             dev,

@@ -346,6 +346,12 @@ pub trait BegunG1 {
 
     /// Its result, `between`'s work let in at its pause points.
     fn finish(self: Box<Self>, between: &mut dyn Between) -> Result<G1Projective, BackendError>;
+
+    /// Whether part of it runs ahead, beside the caller's work (false: all of it runs at
+    /// `finish`, and the caller may as well finish it at once).
+    fn is_ahead(&self) -> bool {
+        false
+    }
 }
 
 /// A begun MSM that runs whole at `finish`.
