@@ -36,9 +36,9 @@
 #   scripts/device-scale.sh ahead LOG    # the copy-stream order (cuda_upload, and the test
 #                                        # built before the fix, .device/cuda_upload_prefix,
 #                                        # expected to fail), cuda_master with two threads x3,
-#                                        # the MSM tests; gen; J=2 x 2 proofs with H's sort
-#                                        # ahead and with CUZK_MSM_AHEAD=0 (DAEMONS, as in
-#                                        # product, separated by spaces); final's bench
+#                                        # the MSM tests; gen; J=2 x 2 proofs by default and
+#                                        # with H's sort ahead, CUZK_MSM_AHEAD=1 (DAEMONS, as
+#                                        # in product, separated by spaces); final's bench
 #                                        # (FINAL=0: none)
 #   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
@@ -104,6 +104,20 @@ levels_bench() {
     kill "$m"
     grep -h -B1 -A4 "^J " "$OUT/bench-2p$log-$name.log"
     grep -h -E "SRS_LOAD_END|NTT_END|MSM_END|GPU_END" "$OUT/daemon-$name-$log.log" | tail -8
+}
+
+# J=2 x 2 proofs with each daemon entry ("binary" or "binary:VAR=value"), in turn.
+ab_daemons() {
+    local entry
+    for entry in "$@"; do
+        split_entry "$entry"
+        [[ -x $B/$bin ]] || { echo "no $B/$bin"; status=1; continue; }
+        [[ -n $var ]] && export "${var?}"
+        CUZK_DAEMON=$B/$bin step "bench-2p$log-$name" 200 bench "$name-$log" 2 2 --warmup 0
+        [[ -n $var ]] && unset "${var%%=*}"
+        echo "== $name"
+        bash scripts/step-p50.sh "$OUT/daemon-$name-$log.log" | grep -E "GPU_END.ms|MSM_END|NTT"
+    done
 }
 
 export -f bench
@@ -204,14 +218,7 @@ ahead)
     grep -h -E "^test result|panicked|FAILED" "$OUT"/cuda_*.log
     gen_set
     # Entries separated by spaces (a value may hold a comma: CUZK_MSM_AHEAD_AT=0,3).
-    for entry in ${DAEMONS:-cuzk-daemon cuzk-daemon:CUZK_MSM_AHEAD=0}; do
-        split_entry "$entry"
-        [[ -n $var ]] && export "${var?}"
-        CUZK_DAEMON=$B/$bin step "bench-2p$log-$name" 200 bench "$name-$log" 2 2 --warmup 0
-        [[ -n $var ]] && unset "${var%%=*}"
-        echo "== $name"
-        bash scripts/step-p50.sh "$OUT/daemon-$name-$log.log" | grep -E "GPU_END.ms|MSM_END|NTT"
-    done
+    ab_daemons ${DAEMONS:-cuzk-daemon cuzk-daemon:CUZK_MSM_AHEAD=1}
     [[ ${FINAL:-1} == 1 ]] && levels_bench final
     ;;
 count)
@@ -300,15 +307,7 @@ product)
     # An entry is a daemon binary, optionally with one VAR=value for its environment
     # (cuzk-daemon:CUZK_MSM_REDUCE_WIDE=0).
     daemons=${DAEMONS:-cuzk-daemon,cuzk-daemon-alt}
-    for entry in ${daemons//,/ }; do
-        split_entry "$entry"
-        [[ -x $B/$bin ]] || { echo "no $B/$bin"; status=1; continue; }
-        [[ -n $var ]] && export "${var?}"
-        CUZK_DAEMON=$B/$bin step "bench-2p$log-$name" 200 bench "$name-$log" 2 2 --warmup 0
-        [[ -n $var ]] && unset "${var%%=*}"
-        echo "== $name"
-        bash scripts/step-p50.sh "$OUT/daemon-$name-$log.log" | grep -E "GPU_END.ms|MSM_END|NTT"
-    done
+    ab_daemons ${daemons//,/ }
     ;;
 levels)
     # final's bench alone, on the set final generated (NAME names the logs).
