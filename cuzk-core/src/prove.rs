@@ -160,7 +160,10 @@ pub fn prove_with_key_between(
     let h_bases = key.bases(Query::H, &params.h, 0, lens.h);
     let mut h = HMsm::Begun(backend.msm_g1_vec_begin(h_bases, h_coeffs)?);
     let mut h_time = Duration::ZERO;
-    if !h.is_ahead() {
+    if h.is_ahead() {
+        h_time = laps.split();
+    } else {
+        // From the start: a set's first use uploads H's bases in `begin`.
         h.finish(between, &mut laps, &mut h_time)?;
         laps.pause(between);
     }
@@ -239,17 +242,18 @@ impl HMsm<'_> {
         matches!(self, HMsm::Begun(b) if b.is_ahead())
     }
 
-    /// `advance` of a begun MSM, its time added to `h_time`.
+    /// `advance` of a begun MSM (right after another MSM's split), its time added to
+    /// `h_time`.
     fn advance(&mut self, laps: &mut Laps, h_time: &mut Duration) -> Result<(), ProveError> {
         if let HMsm::Begun(b) = self {
-            laps.split();
             b.advance()?;
             *h_time += laps.split();
         }
         Ok(())
     }
 
-    /// Its result (finishing it, the work let in at its pause points left out of its time).
+    /// Its result: finished, its time since the last split or pause added to `h_time`,
+    /// the work let in at its pause points left out.
     fn finish(
         &mut self,
         between: &mut dyn Between,
@@ -259,7 +263,6 @@ impl HMsm<'_> {
         let done = match std::mem::replace(self, HMsm::Done(G1Projective::identity())) {
             HMsm::Done(p) => p,
             HMsm::Begun(b) => {
-                laps.split();
                 let mut inside = Counted::new(between);
                 let p = b.finish(&mut inside)?;
                 let let_in = inside.total;
