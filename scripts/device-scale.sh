@@ -36,10 +36,11 @@
 #   scripts/device-scale.sh ahead LOG    # the copy-stream order (cuda_upload, and the test
 #                                        # built before the fix, .device/cuda_upload_prefix,
 #                                        # expected to fail), cuda_master with two threads x3,
-#                                        # the MSM tests; gen; J=2 x 2 proofs by default and
-#                                        # with H's sort ahead, CUZK_MSM_AHEAD=1 (DAEMONS, as
-#                                        # in product, separated by spaces); final's bench
-#                                        # (FINAL=0: none)
+#                                        # the MSM tests; gen; J=2 x 2 proofs by default,
+#                                        # with H's sort ahead (CUZK_MSM_AHEAD=1), and with it
+#                                        # and CUZK_POOL_KEEP_GIB=120 (DAEMONS, as in product,
+#                                        # separated by spaces; VAR=value+VAR=value); final's
+#                                        # bench (FINAL=0: none)
 #   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
@@ -87,7 +88,7 @@ bench() { # name J count [flags]
 split_entry() {
     bin=${1%%:*} var=
     [[ $1 == *:* ]] && var=${1#*:}
-    name=$bin${var:+-${var//[=_]/-}}
+    name=$bin${var:+-${var//[=_+]/-}}
 }
 
 # The 2^LOG set, generated (or found) in the parameter directory.
@@ -106,15 +107,16 @@ levels_bench() {
     grep -h -E "SRS_LOAD_END|NTT_END|MSM_END|GPU_END" "$OUT/daemon-$name-$log.log" | tail -8
 }
 
-# J=2 x 2 proofs with each daemon entry ("binary" or "binary:VAR=value"), in turn.
+# J=2 x 2 proofs with each daemon entry ("binary", "binary:VAR=value" or several
+# VAR=value joined by +), in turn.
 ab_daemons() {
-    local entry
+    local entry v
     for entry in "$@"; do
         split_entry "$entry"
         [[ -x $B/$bin ]] || { echo "no $B/$bin"; status=1; continue; }
-        [[ -n $var ]] && export "${var?}"
+        for v in ${var//+/ }; do export "${v?}"; done
         CUZK_DAEMON=$B/$bin step "bench-2p$log-$name" 200 bench "$name-$log" 2 2 --warmup 0
-        [[ -n $var ]] && unset "${var%%=*}"
+        for v in ${var//+/ }; do unset "${v%%=*}"; done
         echo "== $name"
         bash scripts/step-p50.sh "$OUT/daemon-$name-$log.log" | grep -E "GPU_END.ms|MSM_END|NTT"
     done
@@ -218,7 +220,10 @@ ahead)
     grep -h -E "^test result|panicked|FAILED" "$OUT"/cuda_*.log
     gen_set
     # Entries separated by spaces (a value may hold a comma: CUZK_MSM_AHEAD_AT=0,3).
-    ab_daemons ${DAEMONS:-cuzk-daemon cuzk-daemon:CUZK_MSM_AHEAD=1}
+    # By default the next A/B (NOTES part 13): the sort ahead, alone and with the pool
+    # keeping H's transient memory across steps (its threshold counts the resident bases).
+    ab_daemons ${DAEMONS:-cuzk-daemon cuzk-daemon:CUZK_MSM_AHEAD=1 \
+        cuzk-daemon:CUZK_MSM_AHEAD=1+CUZK_POOL_KEEP_GIB=120}
     [[ ${FINAL:-1} == 1 ]] && levels_bench final
     ;;
 count)

@@ -114,8 +114,17 @@ impl GpuDevice {
     /// working set (~2.6 GB at G1 2^24) every call, and re-mapping that memory cost about
     /// 0.5 ms per NTT at 2^24 (7.61 ms against 7.07 ms for the same kernels in the
     /// harness). [`Self::free_mem`] counts what the pool holds idle as free.
+    /// `CUZK_POOL_KEEP_GIB` sets the threshold instead, for the A/B kernels/NOTES.md part 13
+    /// asks for (H's transient memory kept across 2^27 steps: the threshold counts the
+    /// resident bases too).
     fn keep_pool_memory(&self) -> Result<()> {
-        let mut keep = (self.total_mem()? as u64 / 8).min(16 << 30);
+        let mut keep = match std::env::var("CUZK_POOL_KEEP_GIB")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            Some(gib) => gib << 30,
+            None => (self.total_mem()? as u64 / 8).min(16 << 30),
+        };
         let pool = self.pool()?;
         // SAFETY: as above; `keep` outlives the call.
         unsafe {
