@@ -129,8 +129,7 @@ impl DeviceScalars {
         })?;
         let d = Self::alloc(dev, host.len())?;
         if !host.is_empty() {
-            // The allocation is ordered on the compute stream: the copy comes after it.
-            dev.copy_stream().join(dev.stream())?;
+            // The copy stream is ordered after the allocation (`alloc`).
             // SAFETY: host is pinned memory that outlives the copy (see above); d holds
             // host.len() elements.
             unsafe { result::memcpy_htod_async(d.ptr, host, dev.copy_stream().cu_stream()) }?;

@@ -3,24 +3,21 @@
 //! polynomial, that sort runs on the side stream while the caller's L, A and B MSMs run on
 //! the compute stream, and the MSM itself runs last.
 //!
-//! [`BegunMsm::begin`] copies the scalars and queues the first stage's count and scan;
-//! [`BegunMsm::advance`], called once the caller has queued other work, queues its partition
-//! and place (the host waits for the scan there, done by then); [`BegunMsm::finish`]
-//! accumulates every stage, reduces and combines, as the MSM run whole would. Where the MSM
-//! would not run in stages as one chunk of resident bases (small, short of free memory, host
-//! bases), all of it runs at `finish`. The bit split is not tried ahead: a begun MSM is for
-//! full-width scalars (the H polynomial), which it never pays for. Off by default: every
-//! begun MSM runs whole at `finish` (and the prover finishes it at once) unless
-//! `CUZK_MSM_AHEAD=1`.
+//! [`BegunMsm::begin`] copies the scalars; [`BegunMsm::advance`], called at the caller's
+//! phase ends, queues the first stage's count and scan at one call and its partition and
+//! place at a later one (the host waits for the scan there, done by then);
+//! [`BegunMsm::finish`] queues what no call did, accumulates every stage, reduces and
+//! combines, as the MSM run whole would. Where the MSM would not run in stages as one chunk
+//! of resident bases (small, short of free memory, host bases), all of it runs at `finish`.
+//! The bit split is not tried ahead: a begun MSM is for full-width scalars (the H
+//! polynomial), which it never pays for. Off by default: every begun MSM runs whole at
+//! `finish` (and the prover finishes it at once) unless `CUZK_MSM_AHEAD=1`.
 
 use super::*;
 
 /// An MSM over device scalars, begun (see the module's notes).
 pub struct BegunMsm<G: MsmGroup> {
     state: State,
-    /// `advance` calls so far, and those that queue the first stage's count and its place.
-    advances: u32,
-    at: AheadAt,
     _group: PhantomData<G>,
 }
 
@@ -66,6 +63,9 @@ struct Ahead {
     lay: MsmLayout,
     /// The bases' length and fold at `begin`: `finish` must be given the same ones.
     bases: (usize, Option<Fold>),
+    /// `advance` calls so far, and those that queue the first stage's count and its place.
+    advances: u32,
+    at: AheadAt,
 }
 
 impl<G: MsmGroup> BegunMsm<G> {
@@ -74,22 +74,17 @@ impl<G: MsmGroup> BegunMsm<G> {
     pub fn begin(dev: &GpuDevice, bases: Bases<'_, G>, scalars: &DeviceScalars) -> Result<Self> {
         let whole = BegunMsm {
             state: State::Whole,
-            advances: 0,
-            at: AheadAt { count: 0, place: 1 },
             _group: PhantomData,
         };
         let n = scalars.len();
         // Off unless CUZK_MSM_AHEAD=1 (kernels/NOTES.md part 13: H sorted ahead is ~40 ms
         // shorter, but the next step's upload and evaluation measured ~70 ms longer).
-        let off = std::env::var("CUZK_MSM_AHEAD").map_or(true, |v| v != "1");
+        let on = std::env::var("CUZK_MSM_AHEAD").is_ok_and(|v| v == "1");
         let Bases::Device(d) = bases else {
             return Ok(whole);
         };
-        if off {
-            return Ok(whole);
-        }
-        if n == 0 || d.len < n {
-            // `finish` reports the shape.
+        // An empty or misshapen MSM runs whole: `finish` reports the shape.
+        if !on || n == 0 || d.len < n {
             return Ok(whole);
         }
         let plan = Plan::new(&bases, n);
@@ -132,9 +127,9 @@ impl<G: MsmGroup> BegunMsm<G> {
                 plan,
                 lay,
                 bases: (d.len, d.fold),
+                advances: 0,
+                at,
             })),
-            advances: 0,
-            at,
             _group: PhantomData,
         })
     }
@@ -148,16 +143,16 @@ impl<G: MsmGroup> BegunMsm<G> {
     /// then at a later call its partition and place (`CUZK_MSM_AHEAD_AT`); `finish` queues
     /// what no call did.
     pub fn advance(&mut self, dev: &GpuDevice) -> Result<()> {
-        self.advances += 1;
         let State::Ahead(a) = &mut self.state else {
             return Ok(());
         };
-        if self.advances != self.at.count && self.advances != self.at.place {
+        a.advances += 1;
+        if a.advances != a.at.count && a.advances != a.at.place {
             return Ok(());
         }
         dev.ctx().bind_to_thread()?;
         let k = Kernels::load::<G>(&dev.module("msm")?)?;
-        if self.advances == self.at.count {
+        if a.advances == a.at.count {
             a.ahead.count_next(dev, &k)?;
         } else {
             a.ahead.place_counted(&k)?;
@@ -192,17 +187,16 @@ impl<G: MsmGroup> BegunMsm<G> {
             plan,
             lay,
             bases: begun,
+            ..
         } = *a;
-        let Bases::Device(d) = bases else {
-            return Err(GpuError::Invalid(
-                "msm finished over other bases than begun".into(),
-            ));
+        let d = match bases {
+            Bases::Device(d) if (d.len, d.fold) == begun && scalars.len() == lay.n as usize => d,
+            _ => {
+                return Err(GpuError::Invalid(
+                    "msm finished over other bases than begun".into(),
+                ))
+            }
         };
-        if (d.len, d.fold) != begun || scalars.len() != lay.n as usize {
-            return Err(GpuError::Invalid(
-                "msm finished over other bases than begun".into(),
-            ));
-        }
         match run_ahead::<G>(dev, ahead, copy, plan, lay, d, let_in) {
             // Memory taken since `begin` planned: the whole MSM plans afresh, in chunks.
             Err(GpuError::Driver(e)) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {

@@ -415,10 +415,8 @@ fn split<G: MsmGroup>(
         }
         Scalars::Host(h) => {
             let buf = DeviceScalars::alloc(dev, n)?;
+            // The copy stream is ordered after the allocation (`DeviceScalars::alloc`).
             let ptr = buf.device_ptr();
-            // The copy stream writes a block the pool may have just taken back from kernels
-            // still queued on the compute stream: it waits for them first.
-            dev.copy_stream().join(stream)?;
             dev.ntt_state()
                 .upload_staged_each(dev, scalar_limbs(h), ptr, |first, count| {
                     maps.classify(stream, bk, ptr, first, count)
