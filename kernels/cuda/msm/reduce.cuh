@@ -21,11 +21,24 @@ __device__ __forceinline__ void reduce_level(const xyzz_t<F>* in, uint32_t len, 
     const uint32_t w = id / S, s = id % S;
     const xyzz_t<F>* base = in + (size_t)w * len + (size_t)s * L;
     xyzz_t<F> run = xyzz_t<F>::inf(), acc = xyzz_t<F>::inf();
+#ifdef CUZK_REDUCE_INTERLEAVED
+    // The same additions, the same operands, in another order: acc += run_{k+1} and
+    // run_k = run_{k+1} + B_k both read run_{k+1} and not each other, so one thread has two
+    // independent additions in flight instead of a chain of dependent ones (the level is
+    // bound by latency at 2 blocks per SM: kernels/NOTES.md, part 12). Not the default until
+    // measured.
+    run.template add<INLINE, U>(base[L - 1]);
+    for (uint32_t k = L - 1; k >= 1; k--) {
+        acc.template add<INLINE, U>(run);
+        run.template add<INLINE, U>(base[k - 1]);
+    }
+#else
     for (uint32_t k = L - 1; k >= 1; k--) {
         run.template add<INLINE, U>(base[k]);
         acc.template add<INLINE, U>(run);
     }
     run.template add<INLINE, U>(base[0]);
+#endif
     acc_out[(size_t)w * out_stride + s] = acc;
     run_out[(size_t)w * out_stride + s] = run;
 }
