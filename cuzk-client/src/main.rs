@@ -431,6 +431,7 @@ fn print_status(s: &pb::GetStatusResponse, json: bool) {
             "cancelled": s.total_proofs_cancelled,
             "rss_bytes": s.rss_bytes,
             "peak_rss_bytes": s.peak_rss_bytes,
+            "pinned_bytes": s.pinned_memory_bytes,
             "gpus": s.gpus.iter().map(|g| serde_json::json!({
                 "ordinal": g.ordinal, "name": g.name, "vram_total": g.vram_total_bytes,
                 "vram_free": g.vram_free_bytes, "vram_peak": g.vram_peak_bytes,
@@ -458,9 +459,10 @@ fn print_status(s: &pb::GetStatusResponse, json: bool) {
     // 0: the daemon's OS does not report it.
     if s.peak_rss_bytes > 0 {
         println!(
-            "memory  rss {:.2} GiB  peak {:.2} GiB",
+            "memory  rss {:.2} GiB  peak {:.2} GiB  pinned {:.2} GiB",
             gib(s.rss_bytes),
-            gib(s.peak_rss_bytes)
+            gib(s.peak_rss_bytes),
+            gib(s.pinned_memory_bytes)
         );
     }
     for g in &s.gpus {

@@ -93,6 +93,9 @@ pub struct MemoryStatus {
     pub reserved_peak: HighWater,
     /// The process's resident memory (None off Linux).
     pub process: Option<ProcessMemory>,
+    /// Page-locked host memory the CUDA backend holds (its NTT staging buffers, the pinned
+    /// aux pool): part of the resident memory, but never paged out.
+    pub pinned: cuzk_kernels::PinnedHostBytes,
 }
 
 /// The handle the transport holds.
@@ -413,6 +416,7 @@ impl Engine {
                 reserved_bytes: s.gate.usage().bytes,
                 reserved_peak: s.gate.high_water(),
                 process: process_memory(),
+                pinned: cuzk_kernels::pinned_host_bytes(),
             },
         }
     }

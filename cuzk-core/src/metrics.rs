@@ -86,6 +86,8 @@ pub struct Metrics {
     device_memory_peak: Family<DeviceLabel, Gauge>,
     process_resident: Gauge,
     process_resident_peak: Gauge,
+    pinned_host: Gauge,
+    pinned_host_peak: Gauge,
     memory_budget: Gauge,
     memory_reserved: Gauge,
     memory_reserved_peak: Gauge,
@@ -125,6 +127,8 @@ impl Metrics {
             device_memory_peak: Family::default(),
             process_resident: Gauge::default(),
             process_resident_peak: Gauge::default(),
+            pinned_host: Gauge::default(),
+            pinned_host_peak: Gauge::default(),
             memory_budget: Gauge::default(),
             memory_reserved: Gauge::default(),
             memory_reserved_peak: Gauge::default(),
@@ -183,6 +187,16 @@ impl Metrics {
                 "process_resident_peak_bytes",
                 "Highest resident memory of the daemon since start (VmHWM; Linux only)",
                 m.process_resident_peak.clone(),
+            );
+            r.register(
+                "pinned_host_bytes",
+                "Page-locked host memory the CUDA backend holds (staging buffers, pinned aux pool)",
+                m.pinned_host.clone(),
+            );
+            r.register(
+                "pinned_host_peak_bytes",
+                "Most page-locked host memory held at once since start",
+                m.pinned_host_peak.clone(),
             );
             r.register(
                 "memory_budget_bytes",
@@ -326,6 +340,8 @@ impl Metrics {
             self.process_resident.set(p.rss_bytes as i64);
             self.process_resident_peak.set(p.peak_rss_bytes as i64);
         }
+        self.pinned_host.set(mem.pinned.now as i64);
+        self.pinned_host_peak.set(mem.pinned.peak as i64);
         self.memory_budget.set(mem.budget_bytes as i64);
         self.memory_reserved.set(mem.reserved_bytes as i64);
         self.memory_reserved_peak

@@ -195,9 +195,10 @@ impl ProvingEngine for ProvingService {
             total_proofs_failed: st.failed,
             total_proofs_cancelled: st.cancelled,
             uptime_seconds: st.uptime.as_secs(),
-            // Not carried up from the kernels crate yet (its NTT keeps two pinned 32 MiB
-            // staging buffers per CUDA device once used).
-            pinned_memory_bytes: 0,
+            // Page-locked host memory held now (the NTT's two 32 MiB staging buffers per
+            // device once used, the pinned aux pool's buffers). cuzk sets no byte limit on
+            // it (the staging is fixed, the pool holds at most 8 buffers a device), hence 0.
+            pinned_memory_bytes: st.memory.pinned.now,
             pinned_memory_limit_bytes: 0,
             backend: st.backend,
             rss_bytes: st.memory.process.map_or(0, |p| p.rss_bytes),

@@ -136,6 +136,9 @@ async fn metrics_endpoint_and_status_describe_finished_and_cancelled_jobs() {
         let rss = sample(&body, "cuzk_process_resident_bytes");
         assert!(rss > 0.0 && sample(&body, "cuzk_process_resident_peak_bytes") >= rss);
     }
+    // Page-locked memory: the CPU backend pins none.
+    assert_eq!(sample(&body, "cuzk_pinned_host_bytes"), 0.0);
+    assert_eq!(sample(&body, "cuzk_pinned_host_peak_bytes"), 0.0);
     assert!(body.trim_end().ends_with("# EOF"));
 
     // GetMetrics renders the same registry.
@@ -175,6 +178,11 @@ async fn metrics_endpoint_and_status_describe_finished_and_cancelled_jobs() {
         assert!(st.rss_bytes > 0, "the daemon's resident memory is reported");
         assert!(st.peak_rss_bytes >= st.rss_bytes);
     }
+    assert_eq!(
+        (st.pinned_memory_bytes, st.pinned_memory_limit_bytes),
+        (0, 0),
+        "the CPU backend pins nothing, and no limit is set"
+    );
     assert_eq!(
         (
             st.total_proofs_completed,

@@ -17,7 +17,9 @@ pub mod r1cs;
 
 pub use device::{GpuDevice, GpuInfo};
 pub use error::{GpuError, Result};
-pub use memory::{DeviceScalars, HostRegistration, PinnedScalars};
+pub use memory::{
+    pinned_host_bytes, DeviceScalars, HostRegistration, PinnedHostBytes, PinnedScalars,
+};
 pub use ntt::Limbs;
 
 mod embedded {

@@ -1,5 +1,6 @@
 //! Field-element vectors in device memory and in page-locked host memory.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
@@ -219,6 +220,55 @@ impl Drop for DeviceScalars {
     }
 }
 
+/// Page-locked host memory held through this crate ([`PinnedScalars`] and
+/// [`HostRegistration`], every device together), in bytes: now, and the most at once since
+/// the process started. The OS cannot page it out, so an operator counts it apart from the
+/// rest of the daemon's memory (GetStatus reports it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PinnedHostBytes {
+    pub now: u64,
+    pub peak: u64,
+}
+
+/// The process's [`PinnedHostBytes`].
+pub fn pinned_host_bytes() -> PinnedHostBytes {
+    PINNED.read()
+}
+
+static PINNED: PinnedTally = PinnedTally::new();
+
+/// Bytes pinned now and their high-water mark, counted where memory is page-locked and
+/// released.
+struct PinnedTally {
+    now: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl PinnedTally {
+    const fn new() -> Self {
+        PinnedTally {
+            now: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+        }
+    }
+
+    fn pinned(&self, bytes: usize) {
+        let now = self.now.fetch_add(bytes as u64, Ordering::Relaxed) + bytes as u64;
+        self.peak.fetch_max(now, Ordering::Relaxed);
+    }
+
+    fn released(&self, bytes: usize) {
+        self.now.fetch_sub(bytes as u64, Ordering::Relaxed);
+    }
+
+    fn read(&self) -> PinnedHostBytes {
+        PinnedHostBytes {
+            now: self.now.load(Ordering::Relaxed),
+            peak: self.peak.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// Page-locked host memory for field elements: DMA reads and writes it directly, at full
 /// PCIe speed, and copies from it are asynchronous.
 pub struct PinnedScalars {
@@ -246,7 +296,9 @@ impl PinnedScalars {
         dev.ctx().bind_to_thread()?;
         // Not write-combined: we read results back through it on the CPU.
         // SAFETY: the pointer is checked and owned by the value; zeroed below.
-        let ptr = unsafe { result::malloc_host(len.max(1) * ELEM_BYTES, flags) }? as *mut Limbs;
+        let bytes = len.max(1) * ELEM_BYTES;
+        let ptr = unsafe { result::malloc_host(bytes, flags) }? as *mut Limbs;
+        PINNED.pinned(bytes);
         let mut p = PinnedScalars {
             ptr,
             len,
@@ -279,7 +331,9 @@ impl Drop for PinnedScalars {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_ok() {
             // SAFETY: allocated by malloc_host; any DMA that used it was synchronised.
-            let _ = unsafe { result::free_host(self.ptr as *mut _) };
+            if unsafe { result::free_host(self.ptr as *mut _) }.is_ok() {
+                PINNED.released(self.len.max(1) * ELEM_BYTES);
+            }
         }
     }
 }
@@ -314,6 +368,7 @@ impl HostRegistration {
         unsafe {
             sys::cuMemHostRegister_v2(host.as_ptr() as *mut std::ffi::c_void, bytes, flags).result()
         }?;
+        PINNED.pinned(bytes);
         Ok(HostRegistration {
             ptr: host.as_ptr() as usize,
             bytes,
@@ -332,7 +387,44 @@ impl Drop for HostRegistration {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_ok() {
             // SAFETY: registered in new; the copies that read it have completed.
-            let _ = unsafe { sys::cuMemHostUnregister(self.ptr as *mut std::ffi::c_void) };
+            let unregistered =
+                unsafe { sys::cuMemHostUnregister(self.ptr as *mut std::ffi::c_void) }.result();
+            if unregistered.is_ok() {
+                PINNED.released(self.bytes);
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tally_counts_what_is_pinned_and_its_high_water_mark() {
+        let t = PinnedTally::new();
+        assert_eq!(t.read(), PinnedHostBytes::default());
+        t.pinned(100);
+        t.pinned(50);
+        assert_eq!(
+            t.read(),
+            PinnedHostBytes {
+                now: 150,
+                peak: 150
+            }
+        );
+        t.released(100);
+        assert_eq!(t.read(), PinnedHostBytes { now: 50, peak: 150 });
+        t.pinned(20);
+        t.released(70);
+        assert_eq!(t.read(), PinnedHostBytes { now: 0, peak: 150 });
+        t.pinned(200);
+        assert_eq!(
+            t.read(),
+            PinnedHostBytes {
+                now: 200,
+                peak: 200
+            }
+        );
     }
 }

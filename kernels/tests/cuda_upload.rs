@@ -11,7 +11,9 @@
 mod common;
 
 use cuzk_kernels::ntt::{self, Transform};
-use cuzk_kernels::{DeviceScalars, GpuDevice, HostRegistration, Limbs};
+use cuzk_kernels::{
+    pinned_host_bytes, DeviceScalars, GpuDevice, HostRegistration, Limbs, PinnedScalars,
+};
 
 /// A 2^27 partition's aux is 4.3 GB; this is 256 MiB and one element.
 const LARGE: usize = (256 << 20) / 32 + 1;
@@ -29,6 +31,31 @@ fn uploads_pinned_in_place_are_exact_and_bounded() {
     registered_uploads_land_whole_at_odd_sizes(&dev);
     large_uploads_land_whole_either_way(&dev);
     registrations_refuse_what_they_do_not_cover(&dev);
+}
+
+/// Page-locked memory shows in the process's count while it is held, allocated
+/// (`PinnedScalars`) or registered in place (`HostRegistration`). The other tests of this
+/// binary pin and release their own memory meanwhile, so only lower bounds are asserted here;
+/// the count's arithmetic is a unit test of the crate.
+#[test]
+fn pinned_memory_is_counted_while_it_is_held() {
+    let Some(dev) = common::device() else { return };
+    let bytes = (LARGE * 32) as u64;
+    let pinned = PinnedScalars::alloc(&dev, LARGE).unwrap();
+    let one = pinned_host_bytes();
+    assert!(
+        one.now >= bytes && one.peak >= one.now,
+        "{one:?} with {bytes} bytes allocated pinned"
+    );
+    let host = fresh_limbs(LARGE);
+    let registration = HostRegistration::new(&dev, &host).unwrap();
+    let two = pinned_host_bytes();
+    assert!(
+        two.now >= 2 * bytes && two.peak >= two.now,
+        "{two:?} with {bytes} bytes allocated pinned and as many registered"
+    );
+    drop(registration);
+    drop(pinned);
 }
 
 /// A vector freed while kernels that write it are still queued goes back to the pool at
