@@ -295,8 +295,8 @@ impl PinnedScalars {
     fn alloc_flags(dev: &GpuDevice, len: usize, flags: u32) -> Result<Self> {
         dev.ctx().bind_to_thread()?;
         // Not write-combined: we read results back through it on the CPU.
-        // SAFETY: the pointer is checked and owned by the value; zeroed below.
         let bytes = len.max(1) * ELEM_BYTES;
+        // SAFETY: the pointer is checked and owned by the value; zeroed below.
         let ptr = unsafe { result::malloc_host(bytes, flags) }? as *mut Limbs;
         PINNED.pinned(bytes);
         let mut p = PinnedScalars {
