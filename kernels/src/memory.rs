@@ -295,7 +295,7 @@ impl PinnedScalars {
     fn alloc_flags(dev: &GpuDevice, len: usize, flags: u32) -> Result<Self> {
         dev.ctx().bind_to_thread()?;
         // Not write-combined: we read results back through it on the CPU.
-        let bytes = len.max(1) * ELEM_BYTES;
+        let bytes = Self::bytes_for(len);
         // SAFETY: the pointer is checked and owned by the value; zeroed below.
         let ptr = unsafe { result::malloc_host(bytes, flags) }? as *mut Limbs;
         PINNED.pinned(bytes);
@@ -306,6 +306,11 @@ impl PinnedScalars {
         };
         p.as_mut_slice().fill([0; 4]);
         Ok(p)
+    }
+
+    /// What an allocation of `len` elements pins (never nothing: the driver refuses 0).
+    fn bytes_for(len: usize) -> usize {
+        len.max(1) * ELEM_BYTES
     }
 
     pub fn len(&self) -> usize {
@@ -332,7 +337,7 @@ impl Drop for PinnedScalars {
         if self.ctx.bind_to_thread().is_ok() {
             // SAFETY: allocated by malloc_host; any DMA that used it was synchronised.
             if unsafe { result::free_host(self.ptr as *mut _) }.is_ok() {
-                PINNED.released(self.len.max(1) * ELEM_BYTES);
+                PINNED.released(Self::bytes_for(self.len));
             }
         }
     }
