@@ -28,6 +28,7 @@ use crate::host_release;
 use crate::job::{Error, Priority, Result};
 use crate::metrics::Phase;
 use crate::prove::{prove_with_key_between, ProveError};
+use crate::queue::Popped;
 use crate::shared::Shared;
 use crate::synth::Synthesized;
 use crate::work::{guarded, panic_message, InFlight, PartitionWork, ProvenWork, SynthesizedWork};
@@ -212,8 +213,40 @@ fn peak_on_backends(shared: &Shared, on_cpu: bool, bytes: impl Fn(HostCopies) ->
 }
 
 pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
-    while let Some(work) = shared.prove_queue.pop() {
+    let idle = Duration::from_millis(shared.config.idle_release_ms);
+    loop {
+        let work = if idle.is_zero() {
+            shared.prove_queue.pop()
+        } else {
+            match shared.prove_queue.pop_within(idle) {
+                Popped::Item(work) => Some(work),
+                Popped::Closed => None,
+                // Once per idle spell: the next pop waits for work however long it takes.
+                Popped::TimedOut => {
+                    release_idle_memory(&shared, &device);
+                    shared.prove_queue.pop()
+                }
+            }
+        };
+        let Some(work) = work else { return };
         serve(&shared, &device, work, Lock::Take);
+    }
+}
+
+/// The device's idle memory back to the driver, under its lock (memory operations are
+/// device-global). TIMELINE (job `-`): DEVICE_IDLE_RELEASE `device`, `bytes`, where any.
+fn release_idle_memory(shared: &Shared, device: &Device) {
+    let _exclusive = device.lock();
+    match device.backend.release_idle_memory() {
+        Ok(Some(bytes)) if bytes > 0 => {
+            shared.timeline.emit(
+                "DEVICE_IDLE_RELEASE",
+                "-",
+                &[("device", &device.label), ("bytes", &bytes)],
+            );
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(device = %device.label, error = %e, "idle memory release failed"),
     }
 }
 

@@ -5,6 +5,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -40,6 +41,16 @@ impl<T> Ord for Entry<T> {
 struct State<T> {
     heap: BinaryHeap<Entry<T>>,
     closed: bool,
+}
+
+/// What [`PriorityQueue::pop_within`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Popped<T> {
+    Item(T),
+    /// Nothing arrived in time; the queue is open.
+    TimedOut,
+    /// Closed and drained.
+    Closed,
 }
 
 pub struct PriorityQueue<T> {
@@ -112,6 +123,26 @@ impl<T> PriorityQueue<T> {
                 return None;
             }
             self.not_empty.wait(&mut st);
+        }
+    }
+
+    /// As [`Self::pop`], waiting at most `wait` for an item.
+    pub fn pop_within(&self, wait: Duration) -> Popped<T> {
+        let deadline = Instant::now() + wait;
+        let mut st = self.state.lock();
+        let mut timed_out = false;
+        loop {
+            if let Some(e) = st.heap.pop() {
+                self.not_full.notify_one();
+                return Popped::Item(e.item);
+            }
+            if st.closed {
+                return Popped::Closed;
+            }
+            if timed_out {
+                return Popped::TimedOut;
+            }
+            timed_out = self.not_empty.wait_until(&mut st, deadline).timed_out();
         }
     }
 
@@ -228,6 +259,33 @@ mod tests {
         q.close();
         assert_eq!(q.pop(), None);
         assert_eq!(q.push_wait(Priority::Low, 2, 3), Err(3));
+    }
+
+    #[test]
+    fn pop_within_times_out_takes_an_arrival_and_sees_the_close() {
+        let q = Arc::new(PriorityQueue::new(4));
+        let t = Instant::now();
+        assert_eq!(q.pop_within(Duration::from_millis(60)), Popped::TimedOut);
+        assert!(
+            t.elapsed() >= Duration::from_millis(60),
+            "{:?}",
+            t.elapsed()
+        );
+        let q2 = q.clone();
+        let pusher = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            q2.push_all([(Priority::Normal, 0, 7)]);
+        });
+        assert_eq!(q.pop_within(Duration::from_secs(30)), Popped::Item(7));
+        pusher.join().unwrap();
+        q.push_all([(Priority::Normal, 1, 8)]);
+        q.close();
+        assert_eq!(
+            q.pop_within(Duration::ZERO),
+            Popped::Item(8),
+            "drained first"
+        );
+        assert_eq!(q.pop_within(Duration::from_secs(30)), Popped::Closed);
     }
 
     #[test]

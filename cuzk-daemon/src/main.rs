@@ -73,6 +73,10 @@ struct Args {
     /// step (engine `urgent_between_phases`, default true); `=false`: after the step.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
     urgent_between_phases: Option<bool>,
+    /// Milliseconds a device waits without work before its memory pool's idle memory goes
+    /// back to the driver (engine `idle_release_ms`, default 2000; 0 never).
+    #[arg(long)]
+    idle_release_ms: Option<u64>,
     /// Drop a parameter set's host copy once the GPUs hold it (engine
     /// `release_host_params`, default true, for sets of `release_host_params_min_bytes`);
     /// `--release-host-params=false` keeps every set on the host too.
@@ -128,6 +132,9 @@ impl Args {
         }
         if let Some(v) = self.urgent_between_phases {
             c.engine.urgent_between_phases = v;
+        }
+        if let Some(v) = self.idle_release_ms {
+            c.engine.idle_release_ms = v;
         }
         if let Some(v) = self.release_host_params {
             c.engine.release_host_params = v;

@@ -80,8 +80,8 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
 // The bucket reduction's full addition (G1, inlined) and its blocks of 128 per SM. With the
 // lazy Y3 it spills 120 B at 3 blocks (1,260 B out of line), none at 2;
 // -DCUZK_G1_REDUCE_BLOCKS=3 builds the previous configuration.
-// -DCUZK_REDUCE_INTERLEAVED builds the reduction's loop with its two additions independent
-// (reduce.cuh), for an A/B through the daemon (device-bundle.sh ALT_NVCC_FLAGS).
+// -DCUZK_REDUCE_CHAINED builds the reduction's first loop as a chain of dependent additions
+// (reduce.cuh; the default since part 15 has its two additions independent).
 #ifndef CUZK_G1_REDUCE_U
 #define CUZK_G1_REDUCE_U fp_t::FIOS_LAZY
 #endif

@@ -108,22 +108,24 @@ impl GpuDevice {
         Ok(v)
     }
 
-    /// Lets the pool keep up to an eighth of the device's memory (at most 16 GiB) that
-    /// stream-ordered frees return, instead of handing it back to the driver at every
-    /// synchronisation: an NTT allocates its output (512 MiB at 2^24) and an MSM its
-    /// working set (~2.6 GB at G1 2^24) every call, and re-mapping that memory cost about
-    /// 0.5 ms per NTT at 2^24 (7.61 ms against 7.07 ms for the same kernels in the
-    /// harness). [`Self::free_mem`] counts what the pool holds idle as free.
-    /// `CUZK_POOL_KEEP_GIB` sets the threshold instead, for the A/B kernels/NOTES.md part 13
-    /// asks for (H's transient memory kept across 2^27 steps: the threshold counts the
-    /// resident bases too).
+    /// Lets the pool keep every byte that stream-ordered frees return while the device is
+    /// busy, instead of handing what exceeds the threshold back to the driver at each
+    /// synchronisation. The threshold counts the resident bases too (~75 GB at 2^27), so
+    /// with the earlier one (an eighth of the device, at most 16 GiB) every transient buffer
+    /// of a 2^27 step (H's ~26 GB, the a, b, c vectors) was unmapped at the step's end and
+    /// mapped again in the next: the next step's upload and evaluation measured 58 and 49 ms
+    /// instead of 22 and 29, and the step 1,310 ms against 1,239 (kernels/NOTES.md, part
+    /// 15). Every allocation here comes from this pool, so what it keeps serves them all;
+    /// [`Self::release_idle_pool_memory`] hands it back once the device idles.
+    /// [`Self::free_mem`] counts what the pool holds idle as free.
+    /// `CUZK_POOL_KEEP_GIB` sets the threshold instead (the A/B's knob).
     fn keep_pool_memory(&self) -> Result<()> {
         let mut keep = match std::env::var("CUZK_POOL_KEEP_GIB")
             .ok()
             .and_then(|v| v.parse::<u64>().ok())
         {
             Some(gib) => gib << 30,
-            None => (self.total_mem()? as u64 / 8).min(16 << 30),
+            None => self.total_mem()? as u64,
         };
         let pool = self.pool()?;
         // SAFETY: as above; `keep` outlives the call.
@@ -136,6 +138,26 @@ impl GpuDevice {
             .result()?;
         }
         Ok(())
+    }
+
+    /// What the pool keeps of its idle memory once the device has no work: an eighth of the
+    /// device, at most 16 GiB (an NTT's output and an MSM's working set at 2^24 stay mapped;
+    /// re-mapping them cost ~0.5 ms per 2^24 NTT in the harness).
+    pub fn idle_pool_keep(&self) -> Result<u64> {
+        Ok((self.total_mem()? as u64 / 8).min(16 << 30))
+    }
+
+    /// Hands what the memory pool holds idle back to the driver, down to
+    /// [`Self::idle_pool_keep`] reserved bytes, for other processes on the device while
+    /// this one has no work. Memory still in use stays; so does what frees queued on a
+    /// stream have not returned yet. Returns the bytes released.
+    pub fn release_idle_pool_memory(&self) -> Result<u64> {
+        let reserved = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+        let before = self.pool_attribute(reserved)?;
+        let (pool, keep) = (self.pool()?, self.idle_pool_keep()?);
+        // SAFETY: plain driver call on this context's default pool.
+        unsafe { sys::cuMemPoolTrimTo(pool, keep as usize).result()? };
+        Ok(before.saturating_sub(self.pool_attribute(reserved)?))
     }
 
     /// Every device the driver sees, with memory figures; empty without a driver.

@@ -58,6 +58,27 @@ fn pinned_memory_is_counted_while_it_is_held() {
     drop(pinned);
 }
 
+/// The pool keeps what frees return while the device is busy (its release threshold is the
+/// whole device), and `release_idle_pool_memory` hands it back down to `idle_pool_keep`: a
+/// vector of that much and 2 GiB more, written and freed, leaves 2 GiB to release (other
+/// tests' memory in use only adds to what the pool holds above the keep; 1 GiB is asserted,
+/// as other threads may take some of the freed memory first).
+#[test]
+fn the_pool_keeps_freed_memory_until_the_idle_release() {
+    let Some(dev) = common::device() else { return };
+    let keep = dev.idle_pool_keep().unwrap();
+    let extra = 2u64 << 30;
+    let big = DeviceScalars::zeros(&dev, ((keep + extra) / 32) as usize).unwrap();
+    drop(big);
+    dev.stream().synchronize().unwrap();
+    let released = dev.release_idle_pool_memory().unwrap();
+    assert!(
+        released >= extra / 2,
+        "released {released} bytes after freeing {} (keep {keep})",
+        keep + extra
+    );
+}
+
 /// A vector freed while kernels that write it are still queued goes back to the pool at
 /// once (stream-ordered), and the next allocation of its size takes it. The upload into the
 /// new vector runs on the copy stream: unless it waits for the compute stream, the queued

@@ -117,6 +117,13 @@ impl Backend for CudaBackend {
         self.dev.used_mem_high_water().ok().map(|b| b as u64)
     }
 
+    fn release_idle_memory(&self) -> Result<Option<u64>, BackendError> {
+        self.dev
+            .release_idle_pool_memory()
+            .map(Some)
+            .map_err(device_error)
+    }
+
     fn h_polynomial(
         &self,
         a: Vec<Scalar>,

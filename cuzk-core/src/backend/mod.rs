@@ -177,6 +177,13 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// Hands device memory held idle for reuse (a memory pool's) back to the driver, called
+    /// under the device's lock once it has had no work for a while. Returns the bytes
+    /// released; None where the backend holds none.
+    fn release_idle_memory(&self) -> Result<Option<u64>, BackendError> {
+        Ok(None)
+    }
+
     /// The coefficients of h(x) = (a(x) b(x) - c(x)) / z(x), given the evaluations of a, b, c
     /// over the smallest power-of-two domain that holds them (zero padded). Returns `n - 1`
     /// coefficients, `n` the domain size, exactly as bellperson's prover does.

@@ -21,12 +21,12 @@ __device__ __forceinline__ void reduce_level(const xyzz_t<F>* in, uint32_t len, 
     const uint32_t w = id / S, s = id % S;
     const xyzz_t<F>* base = in + (size_t)w * len + (size_t)s * L;
     xyzz_t<F> run = xyzz_t<F>::inf(), acc = xyzz_t<F>::inf();
-#ifdef CUZK_REDUCE_INTERLEAVED
-    // The same additions, the same operands, in another order: acc += run_{k+1} and
-    // run_k = run_{k+1} + B_k both read run_{k+1} and not each other, so one thread has two
-    // independent additions in flight instead of a chain of dependent ones (the level is
-    // bound by latency at 2 blocks per SM: kernels/NOTES.md, part 12). Not the default until
-    // measured.
+#ifndef CUZK_REDUCE_CHAINED
+    // acc += run_{k+1} and run_k = run_{k+1} + B_k both read run_{k+1} and not each other,
+    // so one thread has two independent additions in flight instead of a chain of dependent
+    // ones (the level is bound by latency at 2 blocks per SM: kernels/NOTES.md, part 12).
+    // The same additions on the same operands as the chained loop below, so the same bits;
+    // H's MSM at 2^27 measured 9 ms shorter (part 15).
     run.template add<INLINE, U>(base[L - 1]);
     for (uint32_t k = L - 1; k >= 1; k--) {
         acc.template add<INLINE, U>(run);

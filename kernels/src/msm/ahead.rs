@@ -88,7 +88,7 @@ impl<G: MsmGroup> BegunMsm<G> {
             return Ok(whole);
         }
         let plan = Plan::new(&bases, n);
-        let stages = stage_sets(plan.sets, n);
+        let stages = stage_sets(&plan, n);
         if stages.len() < 2 {
             return Ok(whole);
         }

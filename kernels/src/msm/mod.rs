@@ -517,7 +517,7 @@ fn msm_chunk<G: MsmGroup>(
             // SAFETY: both ranges lie inside their allocations (offset + n <= d.len()).
             unsafe { result::memcpy_dtod_async(sc, src, n * ELEM_BYTES, stream.cu_stream()) }?;
             // Dropped before sc_buf: the compute stream then waits for the side stream.
-            let mut ahead = SortAhead::new(dev, sc, lay, stage_sets(sets, n))?;
+            let mut ahead = SortAhead::new(dev, sc, lay, stage_sets(&plan, n))?;
             accumulate_stages::<G>(
                 dev,
                 k,
