@@ -41,11 +41,15 @@
 #                                        # and CUZK_POOL_KEEP_GIB=120 (DAEMONS, as in product,
 #                                        # separated by spaces; VAR=value+VAR=value); final's
 #                                        # bench (FINAL=0: none)
+#   scripts/device-scale.sh idle LOG     # cuda_upload; gen; one 4-partition job through a daemon
+#                                        # left running: its DEVICE_IDLE_RELEASE (bytes, kept)
+#                                        # after IDLE_MS (default 2000) and nvidia-smi's memory
+#                                        # before and after it
 #   scripts/device-scale.sh final LOG    # GPU tests, gen, J=1 and J=2 (3 proofs each; LEVELS=2
 #                                        # for J=2 only) as configured; FINAL_TESTS="a b" runs
 #                                        # those tests instead of cuda_ntt, cuda_upload, cuda_abc
 set -uo pipefail
-phase=${1:?phase: check | small LOG | ahead LOG | probe LOG | stages LOG | stagecount LOG | product LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
+phase=${1:?phase: check | small LOG | idle LOG | ahead LOG | probe LOG | stages LOG | stagecount LOG | product LOG | gen LOG | prove LOG | levels LOG | pinned LOG | cores LOG | count LOG | all LOG | again LOG | abc LOG | final LOG}
 log=${2:-27}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
@@ -341,6 +345,26 @@ probe)
         tail -9 "$OUT/probe-$between-2p$log.log"
         bash scripts/step-p50.sh "$OUT/daemon-probe-$between-$log.log" | grep -E "GPU_END|MSM_END.h "
     done
+    ;;
+idle)
+    # The pool's trim when a daemon goes idle after a job (README "Device memory between
+    # steps"): the release must hand back the step's transient memory, not only what its
+    # last synchronisation had seen freed (kernels/NOTES.md, part 16).
+    [[ -x $B/cuda_upload ]] && step cuda_upload 120 "$B/cuda_upload" --test-threads=1
+    gen_set
+    used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits; }
+    "$B/cuzk-daemon" --backend=cuda --param-dir="$P" --synthesis-workers=2 \
+        --listen=127.0.0.1:9821 --idle-release-ms="${IDLE_MS:-2000}" >"$OUT/daemon-idle-$log.log" 2>&1 &
+    d=$!
+    for _ in $(seq 60); do grep -q "listening on" "$OUT/daemon-idle-$log.log" && break; sleep 1; done
+    step prove-idle 300 "$B/cuzk-client" --addr 127.0.0.1:9821 prove --kind synthetic \
+        --shape porep --log-size "$log" --partitions 4
+    echo "after the job: $(used) MiB used" | tee -a "$OUT/summary.txt"
+    sleep $(((${IDLE_MS:-2000} + 3000) / 1000))
+    echo "idle: $(used) MiB used" | tee -a "$OUT/summary.txt"
+    kill "$d"; wait "$d"
+    grep -h -E "DEVICE_IDLE_RELEASE|GPU_END" "$OUT/daemon-idle-$log.log" | tail -6
+    grep -q DEVICE_IDLE_RELEASE "$OUT/daemon-idle-$log.log" || { echo "no DEVICE_IDLE_RELEASE"; status=1; }
     ;;
 prove)
     m=$(sample_memory "prove-$log")

@@ -234,18 +234,24 @@ pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
 }
 
 /// The device's idle memory back to the driver, under its lock (memory operations are
-/// device-global). TIMELINE (job `-`): DEVICE_IDLE_RELEASE `device`, `bytes`, where any.
+/// device-global). TIMELINE (job `-`): DEVICE_IDLE_RELEASE `device`, `bytes` released,
+/// `kept` (what the device still holds for this process: the resident parameters and the
+/// pool's keep), whenever the backend holds device memory.
 fn release_idle_memory(shared: &Shared, device: &Device) {
     let _exclusive = device.lock();
     match device.backend.release_idle_memory() {
-        Ok(Some(bytes)) if bytes > 0 => {
+        Ok(Some(r)) => {
             shared.timeline.emit(
                 "DEVICE_IDLE_RELEASE",
                 "-",
-                &[("device", &device.label), ("bytes", &bytes)],
+                &[
+                    ("device", &device.label),
+                    ("bytes", &r.released),
+                    ("kept", &r.kept),
+                ],
             );
         }
-        Ok(_) => {}
+        Ok(None) => {}
         Err(e) => tracing::warn!(device = %device.label, error = %e, "idle memory release failed"),
     }
 }

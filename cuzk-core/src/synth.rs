@@ -25,9 +25,13 @@ use crate::packed::PackedScalars;
 /// A set of variable indices, as a bitmap plus its population count. The proving key stores
 /// query points only for the variables in the set, so an MSM over a density-selected subset
 /// uses the next base for each set bit.
+///
+/// The bitmap is shared between clones: a circuit's densities are derived once from its
+/// recorded matrices and cloned into every partition, and a device that keeps a bitmap
+/// (with its ranks) for selections knows it again by that (`backend::density_cache`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Density {
-    words: Vec<u64>,
+    words: Arc<Vec<u64>>,
     len: usize,
     total: usize,
 }
@@ -47,12 +51,16 @@ impl Density {
     pub(crate) fn from_words(words: Vec<u64>, len: usize) -> Self {
         debug_assert_eq!(words.len(), len.div_ceil(64));
         let total = words.iter().map(|w| w.count_ones() as usize).sum();
-        Density { words, len, total }
+        Density {
+            words: Arc::new(words),
+            len,
+            total,
+        }
     }
 
     fn push(&mut self) {
         if self.len.is_multiple_of(64) {
-            self.words.push(0);
+            Arc::make_mut(&mut self.words).push(0);
         }
         self.len += 1;
     }
@@ -60,7 +68,7 @@ impl Density {
     pub(crate) fn insert(&mut self, i: usize) {
         let (w, bit) = (i / 64, 1u64 << (i % 64));
         if self.words[w] & bit == 0 {
-            self.words[w] |= bit;
+            Arc::make_mut(&mut self.words)[w] |= bit;
             self.total += 1;
         }
     }
@@ -85,6 +93,11 @@ impl Density {
 
     /// The bitmap: variable i is bit i % 64 of word i / 64 (for selections on a device).
     pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// The bitmap as shared by this set's clones (equal pointers: the same bitmap).
+    pub(crate) fn shared_words(&self) -> &Arc<Vec<u64>> {
         &self.words
     }
 

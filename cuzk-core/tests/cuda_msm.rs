@@ -547,6 +547,36 @@ fn device_density_selection_matches_host() {
     }
 }
 
+/// A bitmap kept on the device (`DeviceDensity`, as the backend keeps a circuit's densities
+/// across its partitions) selects from one vector after another exactly as a fresh one, and
+/// bits past its length in the last word are not members.
+#[test]
+fn a_kept_density_selects_again_and_ignores_bits_past_its_length() {
+    let Some(dev) = device() else { return };
+    let mut rng = fresh_rng();
+    let n = 100_003usize;
+    let mut words: Vec<u64> = (0..n.div_ceil(64)).map(|_| rng.gen::<u64>()).collect();
+    let kept = kmsm::DeviceDensity::upload(&dev, &words, n).unwrap();
+    // What the host counts: the members below n only.
+    *words.last_mut().unwrap() &= (1u64 << (n % 64)) - 1;
+    let members: Vec<usize> = (0..n)
+        .filter(|&i| words[i / 64] >> (i % 64) & 1 == 1)
+        .collect();
+    assert_eq!(kept.total(), members.len());
+    for round in 0..3 {
+        let s = random_scalars(n, &mut rng);
+        let want: Vec<Scalar> = members.iter().map(|&i| s[i]).collect();
+        let on_dev = DeviceScalars::upload(&dev, cuda::as_limbs(&s)).unwrap();
+        let got = kmsm::select_scalars_in(&dev, &on_dev, &kept).unwrap();
+        let back = got.download(&dev).unwrap();
+        assert_eq!(back, cuda::as_limbs(&want), "round {round}");
+    }
+    println!(
+        "kept density, n={n}: {} members, 3 vectors identical",
+        members.len()
+    );
+}
+
 /// Scalars on the device run the sort in stages of bucket sets, each stage's sort on the
 /// side stream beside the accumulation of the one before (kernels msm/stages.rs; by default
 /// from 2^24 points, forced here with CUZK_MSM_STAGES): folded bases in three copies

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use blstrs::{G1Projective, G2Projective, Scalar};
 use cuzk_core::backend::cpu::CpuBackend;
-use cuzk_core::backend::{Backend, BackendError, G1Bases, G2Bases};
+use cuzk_core::backend::{Backend, BackendError, G1Bases, G2Bases, IdleRelease};
 use cuzk_core::config::{BackendChoice, EngineConfig};
 use cuzk_core::engine::{Engine, TestHooks};
 use cuzk_core::footprint::HostCopies;
@@ -31,9 +31,12 @@ impl Backend for Counting {
         HostCopies::Cpu
     }
 
-    fn release_idle_memory(&self) -> Result<Option<u64>, BackendError> {
+    fn release_idle_memory(&self) -> Result<Option<IdleRelease>, BackendError> {
         self.releases.fetch_add(1, Ordering::SeqCst);
-        Ok(Some(1 << 20))
+        Ok(Some(IdleRelease {
+            released: 1 << 20,
+            kept: 0,
+        }))
     }
 
     fn h_polynomial(

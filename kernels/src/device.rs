@@ -20,6 +20,14 @@ pub struct GpuInfo {
     pub compute_capability: (i32, i32),
 }
 
+/// What [`GpuDevice::release_idle_pool_memory`] handed back to the driver, and what the
+/// device's memory pool still reserves after it (in use, or kept for reuse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolRelease {
+    pub released: u64,
+    pub reserved: u64,
+}
+
 /// A CUDA device opened for work: the primary context, a compute stream, a copy stream
 /// (so that uploads overlap kernels), a side stream (kernels that overlap the compute
 /// stream's inside one call), and a cache of loaded modules.
@@ -149,15 +157,26 @@ impl GpuDevice {
 
     /// Hands what the memory pool holds idle back to the driver, down to
     /// [`Self::idle_pool_keep`] reserved bytes, for other processes on the device while
-    /// this one has no work. Memory still in use stays; so does what frees queued on a
-    /// stream have not returned yet. Returns the bytes released.
-    pub fn release_idle_pool_memory(&self) -> Result<u64> {
+    /// this one has no work. Memory still in use stays.
+    ///
+    /// The context is synchronised first: the driver cannot release memory whose
+    /// stream-ordered free the host has not yet seen complete, and a proving step's last
+    /// buffers are freed after its last synchronisation (their drops queue the frees). On
+    /// the H200 the trim without it released 32 MiB after a 2^26 job (kernels/NOTES.md,
+    /// part 16). Synchronising the context, not this handle's streams, covers every
+    /// backend's handle on the device.
+    pub fn release_idle_pool_memory(&self) -> Result<PoolRelease> {
+        self.ctx.synchronize()?;
         let reserved = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
         let before = self.pool_attribute(reserved)?;
         let (pool, keep) = (self.pool()?, self.idle_pool_keep()?);
         // SAFETY: plain driver call on this context's default pool.
         unsafe { sys::cuMemPoolTrimTo(pool, keep as usize).result()? };
-        Ok(before.saturating_sub(self.pool_attribute(reserved)?))
+        let after = self.pool_attribute(reserved)?;
+        Ok(PoolRelease {
+            released: before.saturating_sub(after),
+            reserved: after,
+        })
     }
 
     /// Every device the driver sees, with memory figures; empty without a driver.

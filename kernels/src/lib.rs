@@ -15,7 +15,7 @@ pub mod msm;
 pub mod ntt;
 pub mod r1cs;
 
-pub use device::{GpuDevice, GpuInfo};
+pub use device::{GpuDevice, GpuInfo, PoolRelease};
 pub use error::{GpuError, Result};
 pub use memory::{
     pinned_host_bytes, DeviceScalars, HostRegistration, PinnedHostBytes, PinnedScalars,

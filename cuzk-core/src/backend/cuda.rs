@@ -4,12 +4,17 @@
 //! A `blstrs::Scalar` is `#[repr(transparent)]` over blst_fr, four u64 Montgomery limbs, and
 //! the kernels use exactly that representation: vectors are reinterpreted, never converted.
 
+use std::sync::Mutex;
+
 use blstrs::{G1Projective, G2Projective, Scalar};
+use cuzk_kernels::msm::{select_scalars_in, DeviceDensity};
 use cuzk_kernels::{DeviceScalars, GpuDevice, GpuError};
 use ff::Field;
 
+use super::density_cache::DensityCache;
 use super::{
-    AtFinish, Backend, BackendError, BegunG1, FromMatrices, G1Bases, G2Bases, Query, ScalarVec,
+    AtFinish, Backend, BackendError, BegunG1, FromMatrices, G1Bases, G2Bases, IdleRelease, Query,
+    ScalarVec,
 };
 use crate::between::{Between, Nothing};
 use crate::footprint::HostCopies;
@@ -46,6 +51,8 @@ pub struct CudaBackend {
     matrices: r1cs::ResidentMatrices,
     /// Page-locked buffers lent to synthesis for packed aux vectors (pinned_pool.rs).
     pinned: PinnedPool,
+    /// The A and B densities of the circuits in use, with their ranks, on the device.
+    densities: Mutex<DensityCache<DeviceDensity>>,
 }
 
 impl CudaBackend {
@@ -65,6 +72,7 @@ impl CudaBackend {
             dev,
             matrices: Default::default(),
             pinned: PinnedPool::new(PINNED_BUFFERS),
+            densities: Mutex::new(DensityCache::from_env()),
         })
     }
 
@@ -117,11 +125,12 @@ impl Backend for CudaBackend {
         self.dev.used_mem_high_water().ok().map(|b| b as u64)
     }
 
-    fn release_idle_memory(&self) -> Result<Option<u64>, BackendError> {
-        self.dev
-            .release_idle_pool_memory()
-            .map(Some)
-            .map_err(device_error)
+    fn release_idle_memory(&self) -> Result<Option<IdleRelease>, BackendError> {
+        let pool = self.dev.release_idle_pool_memory().map_err(device_error)?;
+        Ok(Some(IdleRelease {
+            released: pool.released,
+            kept: pool.reserved,
+        }))
     }
 
     fn h_polynomial(
@@ -223,7 +232,15 @@ impl Backend for CudaBackend {
         match v {
             ScalarVec::Host(h) => Ok(ScalarVec::Host(density.select(h).into())),
             ScalarVec::Device(d) => {
-                cuzk_kernels::msm::select_scalars(&self.dev, d, density.words(), density.len())
+                let kept = self
+                    .densities
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_derive(density, || {
+                        DeviceDensity::upload(&self.dev, density.words(), density.len())
+                    })
+                    .map_err(map_error)?;
+                select_scalars_in(&self.dev, d, &kept)
                     .map(ScalarVec::Device)
                     .map_err(map_error)
             }
@@ -287,7 +304,13 @@ impl Backend for CudaBackend {
     }
 
     fn evict(&self, srs_id: &str) {
-        msm::evict(&self.dev, srs_id)
+        msm::evict(&self.dev, srs_id);
+        // Densities belong to circuits, not sets; what an operator evicts should leave
+        // nothing behind, and the next selection derives its bitmap again (a few ms).
+        self.densities
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     fn keep_for_release(&self, srs_id: &str, queries: &[(Query, usize)]) -> bool {

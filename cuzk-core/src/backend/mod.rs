@@ -15,6 +15,7 @@ use crate::synth::Density;
 
 pub mod cpu;
 pub mod cuda;
+pub mod density_cache;
 pub mod ntt;
 
 /// Errors a backend can report. A device failure fails (or re-routes) the job; it never
@@ -159,6 +160,15 @@ fn no_device() -> BackendError {
     BackendError::Device("scalars in device memory reached a backend without a device".into())
 }
 
+/// What [`Backend::release_idle_memory`] handed back to the driver, and what the device
+/// still holds for this process after it (in use, or kept for reuse): TIMELINE's
+/// DEVICE_IDLE_RELEASE `bytes` and `kept`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdleRelease {
+    pub released: u64,
+    pub kept: u64,
+}
+
 /// The arithmetic kernels of a Groth16 prover.
 ///
 /// Callers serialise use of one device through the engine's per-device mutex; an
@@ -178,9 +188,9 @@ pub trait Backend: Send + Sync {
     }
 
     /// Hands device memory held idle for reuse (a memory pool's) back to the driver, called
-    /// under the device's lock once it has had no work for a while. Returns the bytes
-    /// released; None where the backend holds none.
-    fn release_idle_memory(&self) -> Result<Option<u64>, BackendError> {
+    /// under the device's lock once it has had no work for a while. None where the backend
+    /// holds none.
+    fn release_idle_memory(&self) -> Result<Option<IdleRelease>, BackendError> {
         Ok(None)
     }
 

@@ -54,7 +54,10 @@ use buckets::*;
 pub use plan::window_bits;
 use plan::*;
 use scan::exclusive_scan;
-pub use select::{select_scalars, upload_packed, upload_packed_pinned, PackedParts, PackedWord};
+pub use select::{
+    select_scalars, select_scalars_in, upload_packed, upload_packed_pinned, DeviceDensity,
+    PackedParts, PackedWord,
+};
 use stages::*;
 pub use stages::{LetIn, NoLetIn};
 

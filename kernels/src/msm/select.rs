@@ -18,28 +18,89 @@ pub fn select_scalars(
     words: &[u64],
     len: usize,
 ) -> Result<DeviceScalars> {
-    if len > src.len() || words.len() < len.div_ceil(64) {
+    select_scalars_in(dev, src, &DeviceDensity::upload(dev, words, len)?)
+}
+
+/// A density bitmap on the device with each word's rank (the set bits before it), for
+/// selections ([`select_scalars_in`]). A circuit's densities are the same for each of its
+/// partitions, so a backend keeps them instead of deriving and uploading them per step.
+pub struct DeviceDensity {
+    words: CudaSlice<u64>,
+    rank: CudaSlice<u32>,
+    len: usize,
+    total: usize,
+}
+
+impl DeviceDensity {
+    /// The first `len` bits of `words` (bit i % 64 of word i / 64), with their ranks,
+    /// uploaded on the device's compute stream (where the selections that read them run).
+    pub fn upload(dev: &GpuDevice, words: &[u64], len: usize) -> Result<DeviceDensity> {
+        if words.len() < len.div_ceil(64) || len > u32::MAX as usize {
+            return Err(GpuError::Invalid(format!(
+                "density: {len} elements with a bitmap of {} words",
+                words.len()
+            )));
+        }
+        let mut words = words[..len.div_ceil(64)].to_vec();
+        // Bits past `len` in the last word are not members: the kernel reads the word whole.
+        if !len.is_multiple_of(64) {
+            if let Some(last) = words.last_mut() {
+                *last &= (1u64 << (len % 64)) - 1;
+            }
+        }
+        let mut rank = Vec::with_capacity(words.len());
+        let mut total = 0u32;
+        for w in &words {
+            rank.push(total);
+            total += w.count_ones();
+        }
+        dev.ctx().bind_to_thread()?;
+        let stream = dev.stream();
+        // At least one element each: an empty bitmap still makes valid (unused) buffers.
+        let d_words = stream.clone_htod(if words.is_empty() { &[0][..] } else { &words })?;
+        let d_rank = stream.clone_htod(if rank.is_empty() { &[0][..] } else { &rank })?;
+        Ok(DeviceDensity {
+            words: d_words,
+            rank: d_rank,
+            len,
+            total: total as usize,
+        })
+    }
+
+    /// Number of variables the bitmap is over.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of members: the length of a selection.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+}
+
+/// The elements i of `src` (the first `density.len()`) that `density` holds, in order.
+pub fn select_scalars_in(
+    dev: &GpuDevice,
+    src: &DeviceScalars,
+    density: &DeviceDensity,
+) -> Result<DeviceScalars> {
+    let len = density.len;
+    if len > src.len() {
         return Err(GpuError::Invalid(format!(
-            "select: {len} elements of a vector of {} with a bitmap of {} words",
-            src.len(),
-            words.len()
+            "select: {len} elements of a vector of {}",
+            src.len()
         )));
     }
-    let words = &words[..len.div_ceil(64)];
-    let mut rank = Vec::with_capacity(words.len());
-    let mut total = 0u32;
-    for w in words {
-        rank.push(total);
-        total += w.count_ones();
-    }
     dev.ctx().bind_to_thread()?;
-    let out = DeviceScalars::alloc(dev, total as usize)?;
-    if total == 0 {
+    let out = DeviceScalars::alloc(dev, density.total)?;
+    if density.total == 0 {
         return Ok(out);
     }
     let stream = dev.stream();
-    let d_words = stream.clone_htod(words)?;
-    let d_rank = stream.clone_htod(&rank)?;
     let kernel = dev.module("msm")?.load_function("msm_select_scalars")?;
     let (src_ptr, out_ptr, n) = (src.device_ptr(), out.device_ptr(), len as u32);
     unsafe {
@@ -47,8 +108,8 @@ pub fn select_scalars(
             .launch_builder(&kernel)
             .arg(&src_ptr)
             .arg(&n)
-            .arg(&d_words)
-            .arg(&d_rank)
+            .arg(&density.words)
+            .arg(&density.rank)
             .arg(&out_ptr)
             .launch(grid(n, 256))?;
     }
