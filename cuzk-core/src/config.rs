@@ -82,9 +82,10 @@ pub struct EngineConfig {
     /// H's MSM on CUDA), under that step's lock, instead of after the whole step (~1.4 s at
     /// 2^27). Off: it waits for the step.
     pub urgent_between_phases: bool,
-    /// After this long with no partition to prove, a device hands the memory its pool holds
-    /// idle back to the driver (CUDA: the pool keeps every freed byte while busy, so that
-    /// a 2^27 step's transient buffers are not unmapped and mapped again each step). 0 never.
+    /// After this long with no partition to prove, and none waiting for synthesis or in it,
+    /// a device hands the memory its pool holds idle back to the driver (CUDA: the pool keeps
+    /// every freed byte while busy, so that a 2^27 step's transient buffers are not unmapped
+    /// and mapped again each step). 0 never.
     pub idle_release_ms: u64,
     /// Verify every proof against the verifying key before returning it.
     pub verify_proofs: bool,

@@ -15,6 +15,7 @@
 //! a device result is discarded unfinalized.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -221,6 +222,10 @@ pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
             match shared.prove_queue.pop_within(idle) {
                 Popped::Item(work) => Some(work),
                 Popped::Closed => None,
+                // A device that waits for synthesis is not idle: its next step needs the
+                // same memory (a real 32 GiB partition's synthesis takes longer than a step,
+                // so the device waits between most steps). Wait again.
+                Popped::TimedOut if engine_has_partitions(&shared) => continue,
                 // Once per idle spell: the next pop waits for work however long it takes.
                 Popped::TimedOut => {
                     release_idle_memory(&shared, &device);
@@ -231,6 +236,11 @@ pub fn device_worker(shared: Arc<Shared>, device: Arc<Device>) {
         let Some(work) = work else { return };
         serve(&shared, &device, work, Lock::Take);
     }
+}
+
+/// Whether any partition is waiting for synthesis, in it, or past it and not yet done.
+fn engine_has_partitions(shared: &Shared) -> bool {
+    shared.in_flight.load(Ordering::SeqCst) > 0 || !shared.gate.is_empty()
 }
 
 /// The device's idle memory back to the driver, under its lock (memory operations are

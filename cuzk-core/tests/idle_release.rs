@@ -1,5 +1,5 @@
-//! A device hands its idle memory back once it has had no work for `idle_release_ms`, once
-//! per idle spell, and never with 0. The backend here is the CPU's with a counter: the CUDA
+//! A device hands its idle memory back once it has had no work for `idle_release_ms` and the
+//! engine has no partition, once per idle spell, and never with 0. The backend here is the CPU's with a counter: the CUDA
 //! backend's release (its memory pool trimmed) is the same call.
 
 use std::path::Path;
@@ -72,6 +72,15 @@ fn param_dir() -> &'static Path {
 }
 
 fn start(idle_release_ms: u64) -> (Engine, Arc<Counting>) {
+    // Keeps the device busy long enough that an idle release inside the job would show.
+    let hooks = TestHooks {
+        device_delay: Duration::from_millis(4 * idle_release_ms.max(100)),
+        ..TestHooks::default()
+    };
+    start_with(idle_release_ms, hooks)
+}
+
+fn start_with(idle_release_ms: u64, hooks: TestHooks) -> (Engine, Arc<Counting>) {
     let backend = Arc::new(Counting::default());
     let config = EngineConfig {
         param_dir: param_dir().to_path_buf(),
@@ -85,9 +94,7 @@ fn start(idle_release_ms: u64) -> (Engine, Arc<Counting>) {
     };
     let hooks = TestHooks {
         device_backend: Some(backend.clone()),
-        // Keeps the device busy long enough that an idle release inside the job would show.
-        device_delay: Duration::from_millis(4 * idle_release_ms.max(100)),
-        ..TestHooks::default()
+        ..hooks
     };
     (Engine::start_with_hooks(config, hooks).unwrap(), backend)
 }
@@ -151,5 +158,27 @@ async fn zero_never_releases() {
     prove_one(&engine, "never").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(backend.releases.load(Ordering::SeqCst), 0);
+    engine.shutdown();
+}
+
+/// A device waiting for synthesis is not idle: with each partition's synthesis taking three
+/// idle periods (one worker, so the device waits that long between the two steps), nothing
+/// is released until the job is done.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_device_waiting_for_synthesis_keeps_its_memory() {
+    let idle = 300;
+    let hooks = TestHooks {
+        synthesis_delay: Duration::from_millis(3 * idle),
+        ..TestHooks::default()
+    };
+    let (engine, backend) = start_with(idle, hooks);
+    assert_eq!(count_reaches(&backend, 1, Duration::from_secs(10)).await, 1);
+    prove_one(&engine, "slow-synthesis").await;
+    assert_eq!(
+        backend.releases.load(Ordering::SeqCst),
+        1,
+        "released while a partition was in synthesis"
+    );
+    assert_eq!(count_reaches(&backend, 2, Duration::from_secs(10)).await, 2);
     engine.shutdown();
 }

@@ -73,8 +73,9 @@ struct Args {
     /// step (engine `urgent_between_phases`, default true); `=false`: after the step.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
     urgent_between_phases: Option<bool>,
-    /// Milliseconds a device waits without work before its memory pool's idle memory goes
-    /// back to the driver (engine `idle_release_ms`, default 2000; 0 never).
+    /// Milliseconds a device waits without work (and with no partition in the engine) before
+    /// its memory pool's idle memory goes back to the driver (engine `idle_release_ms`,
+    /// default 2000; 0 never).
     #[arg(long)]
     idle_release_ms: Option<u64>,
     /// Drop a parameter set's host copy once the GPUs hold it (engine
