@@ -17,8 +17,9 @@ use std::sync::Arc;
 
 use crate::synth::Density;
 
-/// Bitmaps kept per device: A's and B's of the circuits in use, a PoRep and a PoSt beside it.
-const KEEP: usize = 4;
+/// Bitmaps kept per device: A's and B's of four circuits (PoRep, both PoSts, SnapDeals). At
+/// 2^27 a bitmap and its ranks take 24 MB of device memory.
+const KEEP: usize = 8;
 
 pub struct DensityCache<V> {
     capacity: usize,
