@@ -232,10 +232,7 @@ impl Backend for CudaBackend {
         match v {
             ScalarVec::Host(h) => Ok(ScalarVec::Host(density.select(h).into())),
             ScalarVec::Device(d) => {
-                let kept = self
-                    .densities
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
+                let kept = msm::lock(&self.densities)
                     .get_or_derive(density, || {
                         DeviceDensity::upload(&self.dev, density.words(), density.len())
                     })
@@ -307,10 +304,7 @@ impl Backend for CudaBackend {
         msm::evict(&self.dev, srs_id);
         // Densities belong to circuits, not sets; what an operator evicts should leave
         // nothing behind, and the next selection derives its bitmap again (a few ms).
-        self.densities
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        msm::lock(&self.densities).clear();
     }
 
     fn keep_for_release(&self, srs_id: &str, queries: &[(Query, usize)]) -> bool {

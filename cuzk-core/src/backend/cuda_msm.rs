@@ -318,7 +318,8 @@ fn device_cache(dev: &GpuDevice) -> SharedCache {
     lock(all).entry(dev.ordinal()).or_default().clone()
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// A cache's lock, past a poisoning panic. (Also the CUDA backend's density cache.)
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Entries are inserted whole; a panic elsewhere leaves nothing half-written.
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
