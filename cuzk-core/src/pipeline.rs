@@ -166,15 +166,24 @@ fn packs_aux(shared: &Shared) -> bool {
     !*OFF && !shared.devices.is_empty() && shared.devices.iter().all(|d| d.backend.takes_packed())
 }
 
-/// With `CUZK_PIN_AUX=1`: a packed aux moved into page-locked memory a device lends
-/// (pinned_pool.rs), so that its upload in the device step is a DMA alone. Any device's
-/// buffer serves: they are pinned for every device. Off by default: on the H200 at 2^27 the
-/// upload fell from 24-32 to 3.8 ms p50 but the a, b, c evaluation right after it rose from
-/// 26.7 to 58-66 ms, and the step came out the same (kernels/NOTES.md, part 5).
+/// A packed aux moved into page-locked memory a device lends (pinned_pool.rs), so that its
+/// upload in the device step is a DMA alone. Any device's buffer serves: they are pinned for
+/// every device. By default only for a packed aux of at least [`PIN_AUX_MIN_ELEMENTS`]: on the
+/// H200 at 2^27, once the pool kept the step's memory (kernels/NOTES.md, part 17), the upload
+/// fell from 21-34 to 3.7 ms p50 and the step from 1,236-1,241 to 1,203 ms; small partitions
+/// keep the heap path they were measured with. `CUZK_PIN_AUX=1` pins every size, `=0` none.
 fn pin_packed(shared: &Shared, synth: &mut Synthesized) {
-    static ON: std::sync::LazyLock<bool> =
-        std::sync::LazyLock::new(|| std::env::var("CUZK_PIN_AUX").is_ok_and(|v| v == "1"));
-    let Some(p) = synth.packed_aux.as_mut().filter(|_| *ON) else {
+    static MODE: std::sync::LazyLock<Option<bool>> =
+        std::sync::LazyLock::new(|| match std::env::var("CUZK_PIN_AUX").as_deref() {
+            Ok("1") => Some(true),
+            Ok("0") => Some(false),
+            _ => None,
+        });
+    let Some(p) = synth
+        .packed_aux
+        .as_mut()
+        .filter(|p| pins_aux(*MODE, p.pinned_len()))
+    else {
         return;
     };
     let lent = shared
@@ -184,6 +193,16 @@ fn pin_packed(shared: &Shared, synth: &mut Synthesized) {
     if let Some(buf) = lent {
         p.pin(buf);
     }
+}
+
+/// The smallest packed aux (in elements, 32 MiB) pinned by default: a 2^27 partition's is
+/// ~4.4M elements (~140 MB); a 2 KiB one's a few thousand.
+const PIN_AUX_MIN_ELEMENTS: usize = 1 << 20;
+
+/// Whether a packed aux of `len` elements goes to pinned memory: `forced` is the
+/// environment's choice, else by size.
+fn pins_aux(forced: Option<bool>, len: usize) -> bool {
+    forced.unwrap_or(len >= PIN_AUX_MIN_ELEMENTS)
 }
 
 /// The bytes partition `work` will hold at most, from synthesis to the end of its device step,
@@ -250,6 +269,8 @@ fn engine_has_partitions(shared: &Shared) -> bool {
 fn release_idle_memory(shared: &Shared, device: &Device) {
     let _exclusive = device.lock();
     match device.backend.release_idle_memory() {
+        // Nothing held (a device that never stepped): nothing to say.
+        Ok(Some(r)) if r.released == 0 && r.kept == 0 => {}
         Ok(Some(r)) => {
             shared.timeline.emit(
                 "DEVICE_IDLE_RELEASE",
@@ -602,4 +623,21 @@ fn finalize(shared: &Shared, work: ProvenWork) -> Result<()> {
         shared.complete(&job, &proof);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{pins_aux, PIN_AUX_MIN_ELEMENTS};
+
+    #[test]
+    fn a_large_packed_aux_is_pinned_by_default_and_the_environment_overrides_the_size() {
+        let two_kib = 3_000;
+        let partition_2p27 = 4_400_000;
+        assert!(!pins_aux(None, two_kib));
+        assert!(!pins_aux(None, PIN_AUX_MIN_ELEMENTS - 1));
+        assert!(pins_aux(None, PIN_AUX_MIN_ELEMENTS));
+        assert!(pins_aux(None, partition_2p27));
+        assert!(pins_aux(Some(true), two_kib));
+        assert!(!pins_aux(Some(false), partition_2p27));
+    }
 }
