@@ -11,11 +11,12 @@
 //! fell to 3.8 ms p50 (max 8 ms), but the a, b, c evaluation that follows it rose from 26.7
 //! to 58-66 ms p50, for reasons not found yet (not the cores: the same with synthesis on 14
 //! of 16), and the step came out the same: 1,400.1 against 1,399.6 ms, 1,376.7 against
-//! 1,390.8 with 14 threads. Once the device's memory pool kept the step's buffers (NOTES part 15),
-//! the same A/B (NOTES part 17, one machine) gave upload 3.7 ms p50, evaluation 33.7 against
-//! 29.7, step 1,203.2 against 1,235.6 and 1,240.5 ms for the heap path: the slow evaluation
-//! was most likely the pool mapping the step's memory afresh. So a synthesis worker now pins every packed aux of 32 MiB or more (pipeline.rs
-//! `pin_packed`; `CUZK_PIN_AUX=1` every size, `=0` none).
+//! 1,390.8 with 14 threads. Once the device's memory pool kept the step's buffers (NOTES
+//! part 15), the same A/B (NOTES part 17, one machine) gave upload 3.7 ms p50, evaluation
+//! 33.7 against 29.7, step 1,203.2 against 1,235.6 and 1,240.5 ms for the heap path: the slow
+//! evaluation was most likely the pool mapping the step's memory afresh. So a synthesis
+//! worker now pins every packed aux of 32 MiB or more (pipeline.rs `pin_packed`;
+//! `CUZK_PIN_AUX=1` every size, `=0` none).
 //!
 //! Page-locking memory per partition does not pay: registering a vector beside a running
 //! step slowed that step's H MSM by 100-170 ms (kernels/NOTES.md, part 3). So buffers are
