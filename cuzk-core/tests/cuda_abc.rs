@@ -65,8 +65,84 @@ impl Circuit<Scalar> for Edges {
     }
 }
 
+/// Rows of every length the kernel treats apart (a part of more than 16 terms is summed by
+/// its warp, unless more than 8 lanes of the warp have one): in runs of 32 rows, all long
+/// (lane by lane), a few long (the warp's), one long unit part in C, and short ones; long
+/// parts in A, B and C, unit and scaled, longer than a warp and not a multiple of it; zero,
+/// one and wide values; a row count that leaves the last warp part empty.
+struct LongRows {
+    rows: usize,
+}
+
+impl LongRows {
+    const VARS: usize = 300;
+
+    fn value(j: usize) -> Scalar {
+        match j % 3 {
+            0 => Scalar::ZERO,
+            1 => Scalar::ONE,
+            _ => Scalar::from(j as u64 * 1_234_567 + 89),
+        }
+    }
+
+    /// Terms of row r's A (`which` 0) or B (1); half of them unit, half scaled, so a long
+    /// row (34 or more) has both parts long.
+    fn terms(r: usize, which: usize) -> usize {
+        let lane = r % 32;
+        match (r / 32) % 4 {
+            0 => 34 + (r * 7 + which) % 60,
+            1 if lane < 3 + which => 34 + (r * 13 + which * 5) % 90,
+            _ => (r + which) % 5,
+        }
+    }
+}
+
+impl Circuit<Scalar> for LongRows {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let vars = (0..Self::VARS)
+            .map(|j| cs.alloc(|| format!("v{j}"), || Ok(Self::value(j))))
+            .collect::<Result<Vec<_>, _>>()?;
+        for r in 0..self.rows {
+            // Even terms unit, odd terms scaled (coefficient t + 2), so both parts are long.
+            let lc = |which: usize| {
+                let mut l = bellpepper_core::LinearCombination::<Scalar>::zero();
+                let mut val = Scalar::ZERO;
+                for t in 0..Self::terms(r, which) {
+                    let j = (r * 3 + t * (which + 1)) % Self::VARS;
+                    let k = if t % 2 == 0 {
+                        Scalar::ONE
+                    } else {
+                        Scalar::from(t as u64 + 2)
+                    };
+                    l = l + (k, vars[j]);
+                    val += k * Self::value(j);
+                }
+                (l, val)
+            };
+            let (la, va) = lc(0);
+            let (lb, vb) = lc(1);
+            let prod = cs.alloc(|| format!("p{r}"), || Ok(va * vb))?;
+            if (r / 32) % 4 == 2 && r % 32 == 5 {
+                // C as 40 unit terms that sum to a*b: the product and 39 zeros.
+                let zeros = (0..39).map(|i| vars[(3 * i) % Self::VARS]);
+                cs.enforce(
+                    || format!("r{r}"),
+                    |_| la,
+                    |_| lb,
+                    |l| zeros.fold(l + prod, |l, z| l + z),
+                );
+            } else {
+                cs.enforce(|| format!("r{r}"), |_| la, |_| lb, |l| l + prod);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The device's a, b, c (and unsatisfied count) for `input`, `aux`, into `len` elements,
-/// against the host's evaluation padded to `len`.
+/// against the host's evaluation padded to `len`: with every row by its own lane (the
+/// default) and with long rows summed by their warp (`CUZK_EVAL_WARP_ROWS`: 8, the setting
+/// to try, and 32, every long row of a warp).
 fn check(gpu: &CudaBackend, m: &Matrices, input: &[Scalar], aux: &[Scalar], len: usize) -> u64 {
     let dev = gpu.device();
     let dm = DeviceMatrices::upload(
@@ -79,28 +155,30 @@ fn check(gpu: &CudaBackend, m: &Matrices, input: &[Scalar], aux: &[Scalar], len:
     .unwrap();
     let din = DeviceScalars::upload(dev, as_limbs(input)).unwrap();
     let daux = DeviceScalars::upload(dev, as_limbs(aux)).unwrap();
-    let e = dm.evaluate(dev, &din, &daux, len).unwrap();
     let host = evaluate(m, input, aux);
-    for (name, d, h) in [
-        ("a", &e.a, &host.a),
-        ("b", &e.b, &host.b),
-        ("c", &e.c, &host.c),
-    ] {
-        let mut want = h.clone();
-        want.resize(len, Scalar::ZERO);
+    for warp_rows in [0, 8, 32] {
+        let e = dm.evaluate_with(dev, &din, &daux, len, warp_rows).unwrap();
+        for (name, d, h) in [
+            ("a", &e.a, &host.a),
+            ("b", &e.b, &host.b),
+            ("c", &e.c, &host.c),
+        ] {
+            let mut want = h.clone();
+            want.resize(len, Scalar::ZERO);
+            assert_eq!(
+                d.download(dev).unwrap(),
+                as_limbs(&want),
+                "{}: {name} differs (warp rows {warp_rows})",
+                m.key
+            );
+        }
         assert_eq!(
-            d.download(dev).unwrap(),
-            as_limbs(&want),
-            "{}: {name} differs",
+            e.unsatisfied, host.unsatisfied as u64,
+            "{}: unsatisfied (warp rows {warp_rows})",
             m.key
         );
     }
-    assert_eq!(
-        e.unsatisfied, host.unsatisfied as u64,
-        "{}: unsatisfied",
-        m.key
-    );
-    e.unsatisfied
+    host.unsatisfied as u64
 }
 
 #[test]
@@ -136,7 +214,57 @@ fn device_abc_matches_the_host_and_counts_unsatisfied_rows() {
     }
 }
 
-/// The PoRep-shaped kind's matrices (built from its rows, not recorded) on the device: its
+/// How many parts of each matrix's rows have more than 16 terms (the kernel's long parts),
+/// and the most of them in any 32 consecutive rows.
+fn long_parts(m: &Matrices) -> (usize, usize) {
+    let parts = csr_parts(m);
+    let long: Vec<bool> = (0..m.num_constraints())
+        .map(|r| {
+            parts.iter().any(|p| {
+                p.unit_start[r + 1] - p.unit_start[r] > 16
+                    || p.scaled_start[r + 1] - p.scaled_start[r] > 16
+            })
+        })
+        .collect();
+    let most = long
+        .windows(32.min(long.len()))
+        .map(|w| w.iter().filter(|&&l| l).count())
+        .max()
+        .unwrap_or(0);
+    (long.iter().filter(|&&l| l).count(), most)
+}
+
+#[test]
+fn long_rows_are_summed_by_the_warp_as_by_the_host() {
+    // The circuit has what the test is for (checked without a GPU too): long parts, runs
+    // where every row is long, and a satisfied witness.
+    let (m, w) = record_matrices("long-shape", LongRows { rows: 32 * 16 }).unwrap();
+    let (long, most) = long_parts(&m);
+    assert!(
+        long > 130 && most == 32,
+        "long parts: {long}, at most {most} in 32 rows"
+    );
+    assert_eq!(evaluate(&m, &w.input, &w.aux).unsatisfied, 0);
+    let mut bad = w.aux.clone();
+    bad[2] += Scalar::ONE; // a wide value in many long parts
+    assert!(evaluate(&m, &w.input, &bad).unsatisfied > 0);
+    let Some(gpu) = CudaBackend::new_or_skip(0) else {
+        return;
+    };
+    for rows in [1, 40, 32 * 16 + 11] {
+        let (m, w) = record_matrices(&format!("long-{rows}"), LongRows { rows }).unwrap();
+        let n = m.num_constraints().next_power_of_two();
+        assert_eq!(check(&gpu, &m, &w.input, &w.aux, n), 0, "{rows} rows");
+        let mut bad = w.aux.clone();
+        bad[2] += Scalar::ONE;
+        assert!(
+            check(&gpu, &m, &w.input, &bad, n) > 0,
+            "{rows} rows: broken witness"
+        );
+    }
+}
+
+/// The PoRep-shaped kind's matrices (built from its rows, not recorded) on the device: its/// The PoRep-shaped kind's matrices (built from its rows, not recorded) on the device: its
 /// deferred partitions evaluate as on the host, and a broken bit is caught.
 #[test]
 fn porep_shaped_partitions_evaluate_on_the_device() {

@@ -115,13 +115,26 @@ impl DeviceMatrices {
 
     /// a, b, c for the assignment (`input` with the constant one first, `aux`), into fresh
     /// vectors of `len >= rows` elements, zero padded. Waits for the kernel (the count of
-    /// unsatisfied rows is read back).
+    /// unsatisfied rows is read back). Long rows as [`warp_rows`] says.
     pub fn evaluate(
         &self,
         dev: &GpuDevice,
         input: &DeviceScalars,
         aux: &DeviceScalars,
         len: usize,
+    ) -> Result<Evaluation> {
+        self.evaluate_with(dev, input, aux, len, warp_rows())
+    }
+
+    /// [`evaluate`](Self::evaluate) with the long rows of a warp summed by the whole warp
+    /// when at most `warp_rows` of its lanes have one (0: every row by its own lane).
+    pub fn evaluate_with(
+        &self,
+        dev: &GpuDevice,
+        input: &DeviceScalars,
+        aux: &DeviceScalars,
+        len: usize,
+        warp_rows: u32,
     ) -> Result<Evaluation> {
         if input.len() != self.num_inputs || aux.len() != self.num_aux || len < self.rows {
             return Err(GpuError::Invalid(format!(
@@ -161,6 +174,7 @@ impl DeviceMatrices {
                 .arg(&inp)
                 .arg(&aux)
                 .arg(&rows)
+                .arg(&warp_rows)
                 .arg(&pa)
                 .arg(&pb)
                 .arg(&pc)
@@ -183,6 +197,23 @@ impl DeviceMatrices {
             unsatisfied,
         })
     }
+}
+
+/// How many long rows per warp the evaluation sums with the whole warp
+/// (`CUZK_EVAL_WARP_ROWS`; default 0, every row by its own lane).
+///
+/// A row is one lane, so a warp takes as long as its longest row, and bit packing makes a
+/// few rows long: the PoRep-shaped circuit's every 64th row has 64 terms in A against ~2
+/// elsewhere, Filecoin's circuits pack SHA-256 words and field elements the same way. With
+/// N > 0, a part of more than 16 terms is summed by all 32 lanes (then a shuffle reduction)
+/// wherever at most N lanes of the warp have one. Built and tested for both settings
+/// (cuzk-core's `cuda_abc`); off by default until the H200 has measured it (kernels/NOTES.md,
+/// part 18), where 8 is the setting to try.
+pub fn warp_rows() -> u32 {
+    std::env::var("CUZK_EVAL_WARP_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Row starts that begin at 0, never decrease and end at the terms' length; every column
