@@ -200,20 +200,20 @@ impl DeviceMatrices {
 }
 
 /// How many long rows per warp the evaluation sums with the whole warp
-/// (`CUZK_EVAL_WARP_ROWS`; default 0, every row by its own lane).
+/// (`CUZK_EVAL_WARP_ROWS`; default 8; 0: every row by its own lane).
 ///
 /// A row is one lane, so a warp takes as long as its longest row, and bit packing makes a
 /// few rows long: the PoRep-shaped circuit's every 64th row has 64 terms in A against ~2
 /// elsewhere, Filecoin's circuits pack SHA-256 words and field elements the same way. With
 /// N > 0, a part of more than 16 terms is summed by all 32 lanes (then a shuffle reduction)
-/// wherever at most N lanes of the warp have one. Built and tested for both settings
-/// (cuzk-core's `cuda_abc`); off by default until the H200 has measured it (kernels/NOTES.md,
-/// part 18), where 8 is the setting to try.
+/// wherever at most N lanes of the warp have one. `cuda_abc` checks 0, 8 and 32 against the
+/// host; on an H100 at 2^26 the evaluation took 11.1 ms at 8 against 15.0-18.0 ms at 0
+/// (kernels/NOTES.md, part 19).
 pub fn warp_rows() -> u32 {
     std::env::var("CUZK_EVAL_WARP_ROWS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+        .unwrap_or(8)
 }
 
 /// Row starts that begin at 0, never decrease and end at the terms' length; every column
