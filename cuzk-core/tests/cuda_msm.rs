@@ -623,7 +623,6 @@ fn device_scalars_in_sort_stages_match_cpu() {
         }
         let g2 = kmsm::msm_g2_device_scalars(&dev, Bases::Device(&three2), &on_dev).unwrap();
         assert_eq!(g2.to_affine(), want2, "G2 {what}, three copies");
-        split_first_stage(&dev, (&three1, &three2), &on_dev, (want1, want2), what);
         // Begun, other MSMs queued meanwhile, then finished (the prover's H): sorted ahead
         // where it runs in stages (three copies), whole at `finish` where not.
         for (bases, ahead, path) in [
@@ -655,52 +654,6 @@ fn device_scalars_in_sort_stages_match_cpu() {
     let_in_between_stages(&dev, &p1, &mut rng);
     std::env::remove_var("CUZK_MSM_STAGES");
     std::env::remove_var("CUZK_MSM_AHEAD");
-}
-
-/// The first stage sorted in two parts (CUZK_MSM_SPLIT_FIRST: its set's first copies, then
-/// the rest added into the same buckets), with a stage per set so that the first stage is
-/// one set (the one of fewest windows). Every window count of that set is split at each
-/// possible point; the result must not move.
-fn split_first_stage(
-    dev: &GpuDevice,
-    (b1, b2): (&DeviceBases<G1>, &DeviceBases<G2>),
-    on_dev: &DeviceScalars,
-    (want1, want2): (G1Affine, G2Affine),
-    what: &str,
-) {
-    std::env::set_var("CUZK_MSM_STAGES", "1000");
-    let mut splits = 0;
-    for (fold, g2) in [(b1.fold().unwrap(), false), (b2.fold().unwrap(), true)] {
-        let nwin = 256u32.div_ceil(fold.c);
-        let sets = nwin.div_ceil(fold.copies);
-        assert!(
-            sets >= 2,
-            "{what}: three copies make several sets ({nwin} windows)"
-        );
-        let fewest = nwin - (sets - 1) * fold.copies;
-        for k in 1..fewest {
-            splits += 1;
-            std::env::set_var("CUZK_MSM_SPLIT_FIRST", k.to_string());
-            if g2 {
-                let got = kmsm::msm_g2_device_scalars(dev, Bases::Device(b2), on_dev).unwrap();
-                assert_eq!(
-                    got.to_affine(),
-                    want2,
-                    "G2 {what}, first stage split after {k}"
-                );
-            } else {
-                let got = kmsm::msm_g1_device_scalars(dev, Bases::Device(b1), on_dev).unwrap();
-                assert_eq!(
-                    got.to_affine(),
-                    want1,
-                    "G1 {what}, first stage split after {k}"
-                );
-            }
-        }
-    }
-    assert!(splits > 0, "{what}: no set of several windows to split");
-    std::env::remove_var("CUZK_MSM_SPLIT_FIRST");
-    std::env::set_var("CUZK_MSM_STAGES", "3");
 }
 
 /// A begun MSM finished over other bases than it began with is refused; one dropped

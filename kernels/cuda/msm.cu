@@ -5,8 +5,7 @@
 //                           Montgomery -> canonical in place, signed digits counted per bucket
 //   msm_scan_* (3)          exclusive scan of the bucket counts -> bucket offsets
 //   msm_partition_digits, msm_place_digits   point indices in bucket order (msm/sort.cuh)
-//   msm_accumulate_{g1,g2}  bucket sums (XYZZ), then msm_join_heads_{g1,g2} in levels;
-//                           msm_add_buckets_{g1,g2} adds a set's second part (stages.rs)
+//   msm_accumulate_{g1,g2}  bucket sums (XYZZ), then msm_join_heads_{g1,g2} in levels
 //   msm_reduce_level_{g1,g2}, msm_sum_level_{g1,g2}   per-window sum_d d * B_d
 //   msm_xyzz_to_jacobian_{g1,g2}                     the few points left, in blst's form
 // The host combines those (levels, windows) with blstrs. Beside them, msm_select_scalars
@@ -36,18 +35,15 @@ __global__ void msm_expand_scalars(uint32_t n, const packed_word* words, const u
 
 __global__ void msm_count_digits(uint32_t* scalars, msm_layout lay, uint32_t first,
                                  uint32_t count, uint32_t* counts, uint32_t convert,
-                                 uint32_t set_lo, uint32_t set_hi, uint32_t set_base,
-                                 uint32_t copy_mask) {
-    count_digits(scalars, lay, first, count, counts, convert, set_lo, set_hi, set_base,
-                 copy_mask);
+                                 uint32_t set_lo, uint32_t set_hi, uint32_t set_base) {
+    count_digits(scalars, lay, first, count, counts, convert, set_lo, set_hi, set_base);
 }
 
 __global__ void __launch_bounds__(PART_BLOCK) msm_partition_digits(
     const uint32_t* scalars, msm_layout lay, uint32_t pshift, uint32_t nparts,
     const uint32_t* offsets, uint32_t* part_fill, uint2* staged, uint32_t set_lo,
-    uint32_t set_hi, uint32_t copy_mask) {
-    partition_digits(scalars, lay, pshift, nparts, offsets, part_fill, staged, set_lo, set_hi,
-                     copy_mask);
+    uint32_t set_hi) {
+    partition_digits(scalars, lay, pshift, nparts, offsets, part_fill, staged, set_lo, set_hi);
 }
 
 __global__ void msm_place_digits(const uint2* staged, uint32_t total, const uint32_t* offsets,
@@ -112,11 +108,6 @@ __global__ void msm_scan_add(uint32_t* out, uint32_t n, const uint32_t* block_to
         const uint32_t* key, const xyzz_t<F>* val, uint32_t m, uint32_t g, uint32_t* key_out,  \
         xyzz_t<F>* val_out, xyzz_t<F>* buckets) {                                              \
         join_heads<F>(key, val, m, g, key_out, val_out, buckets);                              \
-    }                                                                                          \
-    __global__ void __launch_bounds__(128) msm_add_buckets_##G(xyzz_t<F>* buckets,            \
-                                                               const xyzz_t<F>* part,          \
-                                                               uint32_t n) {                   \
-        add_buckets<F>(buckets, part, n);                                                      \
     }                                                                                          \
     __global__ void __launch_bounds__(128, REDUCE_BLOCKS) msm_reduce_level_##G(                               \
         const xyzz_t<F>* in, uint32_t len, uint32_t L, uint32_t nwin, uint32_t out_stride,     \

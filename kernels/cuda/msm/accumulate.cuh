@@ -119,16 +119,3 @@ __device__ __forceinline__ void join_heads(const uint32_t* key, const xyzz_t<F>*
         i = j;
     }
 }
-
-// buckets[i] += part[i]: a set whose windows were sorted and summed in two stages (the
-// first stage split, kernels/src/msm/stages.rs), the second stage's sums kept apart so that
-// the bucket kernel itself is the same in every stage.
-template <class F>
-__device__ __forceinline__ void add_buckets(xyzz_t<F>* buckets, const xyzz_t<F>* part,
-                                            uint32_t n) {
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    xyzz_t<F> b = buckets[i];
-    b.add(part[i]);
-    buckets[i] = b;
-}

@@ -39,21 +39,18 @@ __device__ __forceinline__ void store_scalar(uint32_t* scalars, uint32_t i, cons
     p[1] = make_uint4(s[4], s[5], s[6], s[7]);
 }
 
-// Calls f(bucket, entry) for each nonzero digit of canonical scalar s (point i) whose copy
-// (w % fold) is in copy_mask; the entry is the point's index in the bases (its copy's, when
-// folded) with the sign in bit 31. A stage may take only some copies of its sets (the first
-// stage's first window, stages.rs), so that less of its sort runs with nothing beside it.
+// Calls f(bucket, entry) for each nonzero digit of canonical scalar s (point i); the entry
+// is the point's index in the bases (its copy's, when folded) with the sign in bit 31.
 template <class Fn>
 __device__ __forceinline__ void for_each_digit(const uint32_t s[8], const msm_layout& lay,
-                                               uint32_t i, uint32_t copy_mask, Fn f) {
+                                               uint32_t i, Fn f) {
     digit_reader rd{s, lay.c};
     uint32_t set_base = 0, copy = 0;
     for (uint32_t w = 0; w < lay.nwin; w++) {
         uint32_t mag;
         bool neg;
         rd.next(w, mag, neg);
-        if (mag != 0 && ((copy_mask >> copy) & 1u))
-            f(set_base + mag, (copy * lay.stride + i) | ((uint32_t)neg << 31));
+        if (mag != 0) f(set_base + mag, (copy * lay.stride + i) | ((uint32_t)neg << 31));
         if (++copy == lay.fold) {
             copy = 0;
             set_base += lay.buckets_per_window;
@@ -63,15 +60,14 @@ __device__ __forceinline__ void for_each_digit(const uint32_t s[8], const msm_la
 
 // Scalars [first, first + count) (one slice of the upload): Montgomery -> canonical in
 // place if `convert` (the partition pass reads them again), then one count per nonzero
-// digit of a copy in copy_mask that falls in bucket sets [set_lo, set_hi), into counts[bucket - set_base's first
+// digit that falls in bucket sets [set_lo, set_hi), into counts[bucket - set_base's first
 // bucket] (a stage's own counters; 0 for one array over every set). Counting the sets in
 // several passes keeps each pass's counters within L2: a 2^27 MSM on folded bases (3 sets of
 // 2^23 buckets, 100 MB of counters) counted in 71 ms in one pass, where 13 sets of 2^19
 // took 27 ms.
 __device__ __forceinline__ void count_digits(uint32_t* scalars, msm_layout lay, uint32_t first,
                                              uint32_t count, uint32_t* counts, uint32_t convert,
-                                             uint32_t set_lo, uint32_t set_hi, uint32_t set_base,
-                                             uint32_t copy_mask) {
+                                             uint32_t set_lo, uint32_t set_hi, uint32_t set_base) {
     const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= count) return;
     const uint32_t i = first + k;
@@ -83,7 +79,7 @@ __device__ __forceinline__ void count_digits(uint32_t* scalars, msm_layout lay, 
     }
     const uint32_t lo = set_lo * lay.buckets_per_window, hi = set_hi * lay.buckets_per_window;
     const uint32_t base = set_base * lay.buckets_per_window;
-    for_each_digit(s, lay, i, copy_mask, [&](uint32_t b, uint32_t) {
+    for_each_digit(s, lay, i, [&](uint32_t b, uint32_t) {
         if (b >= lo && b < hi) atomicAdd(&counts[b - base], 1u);
     });
 }
@@ -92,14 +88,14 @@ __device__ __forceinline__ void count_digits(uint32_t* scalars, msm_layout lay, 
 #define MAX_PARTS 512
 
 // First pass: one block per PART_BLOCK scalars. Only the digits of bucket sets
-// [set_lo, set_hi) and copies in copy_mask (one stage of the sort) are taken, their buckets numbered from the
+// [set_lo, set_hi) (one stage of the sort) are taken, their buckets numbered from the
 // stage's first: offsets, part_fill (zeroed, one per partition; it hands out runs of each
 // partition's region) and the (bucket, entry) pairs in staged are the stage's own.
 __device__ __forceinline__ void partition_digits(const uint32_t* scalars, msm_layout lay,
                                                  uint32_t pshift, uint32_t nparts,
                                                  const uint32_t* offsets, uint32_t* part_fill,
                                                  uint2* staged, uint32_t set_lo,
-                                                 uint32_t set_hi, uint32_t copy_mask) {
+                                                 uint32_t set_hi) {
     __shared__ uint32_t hist[MAX_PARTS];
     __shared__ uint32_t cursor[MAX_PARTS];
     for (uint32_t p = threadIdx.x; p < nparts; p += blockDim.x) hist[p] = 0;
@@ -110,7 +106,7 @@ __device__ __forceinline__ void partition_digits(const uint32_t* scalars, msm_la
     uint32_t s[8];
     if (have) {
         load_scalar(scalars, i, s);
-        for_each_digit(s, lay, i, copy_mask, [&](uint32_t b, uint32_t) {
+        for_each_digit(s, lay, i, [&](uint32_t b, uint32_t) {
             if (b >= lo && b < hi) atomicAdd(&hist[(b - lo) >> pshift], 1u);
         });
     }
@@ -119,7 +115,7 @@ __device__ __forceinline__ void partition_digits(const uint32_t* scalars, msm_la
         if (hist[p] != 0) cursor[p] = offsets[p << pshift] + atomicAdd(&part_fill[p], hist[p]);
     __syncthreads();
     if (have)
-        for_each_digit(s, lay, i, copy_mask, [&](uint32_t b, uint32_t e) {
+        for_each_digit(s, lay, i, [&](uint32_t b, uint32_t e) {
             if (b >= lo && b < hi)
                 staged[atomicAdd(&cursor[(b - lo) >> pshift], 1u)] = make_uint2(b - lo, e);
         });

@@ -305,7 +305,6 @@ struct Kernels {
     scan_add: CudaFunction,
     accumulate: CudaFunction,
     join_heads: CudaFunction,
-    add_buckets: CudaFunction,
     reduce_level: CudaFunction,
     sum_level: CudaFunction,
     to_jacobian: CudaFunction,
@@ -324,7 +323,6 @@ impl Kernels {
             scan_add: f("msm_scan_add")?,
             accumulate: g("msm_accumulate")?,
             join_heads: g("msm_join_heads")?,
-            add_buckets: g("msm_add_buckets")?,
             reduce_level: g("msm_reduce_level")?,
             sum_level: g("msm_sum_level")?,
             to_jacobian: g("msm_xyzz_to_jacobian")?,
@@ -508,13 +506,11 @@ fn msm_chunk<G: MsmGroup>(
                         convert: true,
                         sets: 0..sets,
                         set_base: 0,
-                        copies: ALL_COPIES,
                     };
                     count_digits(stream, k, sc, &lay, &digits, &mut counts)
                 })?;
             prof.mark("upload+count")?;
-            let whole = Stage::whole(0..sets);
-            let stage = sort_stage(dev, k, stream, sc, &lay, whole, Counts::Given(counts))?;
+            let stage = sort_stage(dev, k, stream, sc, &lay, 0..sets, Counts::Given(counts))?;
             prof.mark("sort")?;
             accumulate_stage::<G>(dev, k, stream, points, m, &stage, &mut buckets)?;
             prof.mark("accumulate")?;

@@ -26,86 +26,26 @@ const STAGES: u32 = 3;
 /// 809 ms, but a real 2 KiB PoRep partition's device step from 74.5 to 93 ms.
 const STAGE_MIN_POINTS: usize = 1 << 24;
 
-/// Every copy of a set's bases (a bit per copy in [`Stage::copies`]).
-pub(super) const ALL_COPIES: u32 = u32::MAX;
-
-/// One stage of a staged sort: the digits of bucket sets `sets` whose copy (window mod the
-/// fold) is in the mask `copies`; `add`: its bucket sums are added to what an earlier stage
-/// of the same set left there instead of written.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Stage {
-    pub(super) sets: std::ops::Range<u32>,
-    pub(super) copies: u32,
-    pub(super) add: bool,
-}
-
-impl Stage {
-    /// Every digit of `sets`, written (the only stage of its sets).
-    pub(super) fn whole(sets: std::ops::Range<u32>) -> Self {
-        Stage {
-            sets,
-            copies: ALL_COPIES,
-            add: false,
-        }
-    }
-}
-
-/// The stages of an MSM of `n` points under `plan`: its sets split into at most
-/// `CUZK_MSM_STAGES` (which overrides the size rule; 1 runs every MSM in series) ranges,
-/// consecutive and as even as possible, the one of fewest windows first; that first one
-/// split after its first `CUZK_MSM_SPLIT_FIRST` copies where it is one set of more windows
-/// (see [`split_first`]).
+/// The bucket sets of each stage for an MSM of `n` points under `plan`: its sets split into
+/// at most `CUZK_MSM_STAGES` (which overrides the size rule; 1 runs every MSM in series)
+/// ranges, consecutive and as even as possible, the one of fewest windows first.
 ///
 /// Why that order: only the first stage's sort runs with nothing beside it; every later
 /// stage is sorted on the side stream while the stage before accumulates. At 2^27 with
 /// bases folded 4 times, the 11 windows make sets of 4, 4 and 3: starting with the set of 3
 /// leaves 3/11 of the entries' sort exposed instead of 4/11 (~16 of ~64 ms, part 12's
 /// profile), and its accumulation (~164 ms) still outlasts the next stage's sort.
-pub(super) fn stage_sets(plan: &Plan, n: usize) -> Vec<Stage> {
+pub(super) fn stage_sets(plan: &Plan, n: usize) -> Vec<std::ops::Range<u32>> {
     let want = std::env::var("CUZK_MSM_STAGES")
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
         .unwrap_or(if n >= STAGE_MIN_POINTS { STAGES } else { 1 });
-    let mut stages = split_sets(plan.sets, want);
+    let stages = split_sets(plan.sets, want);
     // CUZK_MSM_STAGE_ORDER=sets keeps the sets' order (the A/B of this rule on the device).
-    if !std::env::var("CUZK_MSM_STAGE_ORDER").is_ok_and(|v| v == "sets") {
-        stages = fewest_windows_first(stages, plan);
+    if std::env::var("CUZK_MSM_STAGE_ORDER").is_ok_and(|v| v == "sets") {
+        return stages;
     }
-    let first_copies = std::env::var("CUZK_MSM_SPLIT_FIRST")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(0);
-    split_first(stages, plan, first_copies)
-}
-
-/// `stages` as [`Stage`]s, the first one split in two where it is one set of more than
-/// `first_copies` windows and there are other stages: its first `first_copies` copies, then
-/// the rest added into the same buckets. Only the first stage's sort runs with nothing beside
-/// it (at 2^27, ~48 ms for H's set of 3 windows, NOTES part 15); split, only its first part's
-/// does, and the second part's sort runs beside the first part's accumulation. What it costs:
-/// one more pass over the scalars (the partition reads them all) and a full addition per
-/// bucket the second part owns. `first_copies` 0 splits nothing.
-fn split_first(stages: Vec<std::ops::Range<u32>>, plan: &Plan, first_copies: u32) -> Vec<Stage> {
-    let mut out: Vec<Stage> = stages.into_iter().map(Stage::whole).collect();
-    let Some(first) = out.first().cloned() else {
-        return out;
-    };
-    let one_set = first.sets.end - first.sets.start == 1;
-    let windows = (first.sets.end * plan.fold).min(plan.nwin) - first.sets.start * plan.fold;
-    if out.len() < 2 || !one_set || first_copies == 0 || first_copies >= windows.min(32) {
-        return out;
-    }
-    let mask = (1u32 << first_copies) - 1;
-    out[0].copies = mask;
-    out.insert(
-        1,
-        Stage {
-            sets: first.sets,
-            copies: ALL_COPIES & !mask,
-            add: true,
-        },
-    );
-    out
+    fewest_windows_first(stages, plan)
 }
 
 fn split_sets(sets: u32, want: u32) -> Vec<std::ops::Range<u32>> {
@@ -174,7 +114,7 @@ pub(super) fn pause(
 
 /// One stage's sort: `offsets` (its buckets + 1 entries, from 0), the sorted point entries.
 pub(super) struct SortedStage {
-    stage: Stage,
+    sets: std::ops::Range<u32>,
     offsets: CudaSlice<u32>,
     sorted: CudaSlice<u32>,
     entries: u32,
@@ -190,15 +130,13 @@ pub(super) enum Counts {
 }
 
 /// One launch of the digit count (cuda/msm/sort.cuh): the digits of `scalars` that fall in
-/// bucket sets `sets` and copies `copies`, into counters numbered from `set_base`'s first
-/// bucket.
+/// bucket sets `sets`, into counters numbered from `set_base`'s first bucket.
 pub(super) struct CountDigits {
     pub(super) scalars: std::ops::Range<u32>,
     /// Makes the scalars canonical first (their first pass).
     pub(super) convert: bool,
     pub(super) sets: std::ops::Range<u32>,
     pub(super) set_base: u32,
-    pub(super) copies: u32,
 }
 
 pub(super) fn count_digits(
@@ -222,7 +160,6 @@ pub(super) fn count_digits(
             .arg(&digits.sets.start)
             .arg(&digits.sets.end)
             .arg(&digits.set_base)
-            .arg(&digits.copies)
             .launch(grid(count, 256))?;
     }
     Ok(())
@@ -230,25 +167,25 @@ pub(super) fn count_digits(
 
 /// A stage counted and scanned (queued on its stream), its entries not yet placed.
 pub(super) struct CountedStage {
-    stage: Stage,
+    sets: std::ops::Range<u32>,
     counts: CudaSlice<u32>,
     offsets: CudaSlice<u32>,
     nbs: u32,
 }
 
-/// Sorts the entries of `stage` on `stream`: counts (unless given), offsets, the two passes
-/// of cuda/msm/sort.cuh. Returns once the offsets' total is known; the partition and place
-/// passes are queued.
+/// Sorts the entries of bucket sets `sets` on `stream`: counts (unless given), offsets, the
+/// two passes of cuda/msm/sort.cuh. Returns once the offsets' total is known; the partition
+/// and place passes are queued.
 pub(super) fn sort_stage(
     dev: &GpuDevice,
     k: &Kernels,
     stream: &Arc<CudaStream>,
     sc: u64,
     lay: &MsmLayout,
-    stage: Stage,
+    sets: std::ops::Range<u32>,
     counts: Counts,
 ) -> Result<SortedStage> {
-    let counted = count_stage(dev, k, stream, sc, lay, stage, counts)?;
+    let counted = count_stage(dev, k, stream, sc, lay, sets, counts)?;
     place_stage(k, stream, sc, lay, counted)
 }
 
@@ -260,10 +197,9 @@ pub(super) fn count_stage(
     stream: &Arc<CudaStream>,
     sc: u64,
     lay: &MsmLayout,
-    stage: Stage,
+    sets: std::ops::Range<u32>,
     counts: Counts,
 ) -> Result<CountedStage> {
-    let sets = stage.sets.clone();
     let m = lay.buckets_per_window;
     let nbs = (sets.end - sets.start) * m;
     let counts = match counts {
@@ -278,7 +214,6 @@ pub(super) fn count_stage(
                     convert: std::mem::take(&mut convert),
                     sets: lo..hi,
                     set_base: sets.start,
-                    copies: stage.copies,
                 };
                 count_digits(stream, k, sc, lay, &digits, &mut counts)?;
             }
@@ -287,7 +222,7 @@ pub(super) fn count_stage(
     };
     let offsets = exclusive_scan(stream, k, &counts, nbs)?;
     Ok(CountedStage {
-        stage,
+        sets,
         counts,
         offsets,
         nbs,
@@ -304,7 +239,7 @@ pub(super) fn place_stage(
     counted: CountedStage,
 ) -> Result<SortedStage> {
     let CountedStage {
-        stage,
+        sets,
         mut counts,
         offsets,
         nbs,
@@ -324,9 +259,8 @@ pub(super) fn place_stage(
             .arg(&offsets)
             .arg(&mut part_fill)
             .arg(&mut staged)
-            .arg(&stage.sets.start)
-            .arg(&stage.sets.end)
-            .arg(&stage.copies)
+            .arg(&sets.start)
+            .arg(&sets.end)
             .launch(grid(lay.n, PART_BLOCK))?;
         stream
             .launch_builder(&k.place)
@@ -338,7 +272,7 @@ pub(super) fn place_stage(
             .launch(grid(entries, 256))?;
     }
     Ok(SortedStage {
-        stage,
+        sets,
         offsets,
         sorted,
         entries,
@@ -356,7 +290,7 @@ pub(super) struct SortAhead {
     side: Arc<CudaStream>,
     sc: u64,
     lay: MsmLayout,
-    stages: Vec<Stage>,
+    stages: Vec<std::ops::Range<u32>>,
     /// The next stage to count.
     next: usize,
     counted: Option<CountedStage>,
@@ -371,7 +305,7 @@ impl SortAhead {
         dev: &GpuDevice,
         sc: u64,
         lay: MsmLayout,
-        stages: Vec<Stage>,
+        stages: Vec<std::ops::Range<u32>>,
     ) -> Result<Self> {
         let stream = dev.stream().clone();
         let side = if stages.len() > 1 {
@@ -403,13 +337,13 @@ impl SortAhead {
         if self.counted.is_some() || self.sorted.is_some() {
             return Ok(());
         }
-        let Some(stage) = self.stages.get(self.next).cloned() else {
+        let Some(sets) = self.stages.get(self.next).cloned() else {
             return Ok(());
         };
         let counts = Counts::Count {
             convert: std::mem::take(&mut self.convert),
         };
-        let stage = count_stage(dev, k, &self.side, self.sc, &self.lay, stage, counts)?;
+        let stage = count_stage(dev, k, &self.side, self.sc, &self.lay, sets, counts)?;
         self.counted = Some(stage);
         self.next += 1;
         Ok(())
@@ -475,9 +409,7 @@ pub(super) fn accumulate_stages<G: MsmGroup>(
 }
 
 /// Bucket sums of one sorted stage into its sets' part of `buckets`, on `stream`: equal
-/// segments of the sorted list, then the heads joined (buckets.rs). A stage that adds to an
-/// earlier one's sums (a split set) sums into buckets of its own first, then adds them in:
-/// the bucket kernel stays the same in every stage.
+/// segments of the sorted list, then the heads joined (buckets.rs).
 pub(super) fn accumulate_stage<G: MsmGroup>(
     dev: &GpuDevice,
     k: &Kernels,
@@ -487,43 +419,14 @@ pub(super) fn accumulate_stage<G: MsmGroup>(
     stage: &SortedStage,
     buckets: &mut CudaSlice<u64>,
 ) -> Result<()> {
-    if stage.entries == 0 {
+    let entries = stage.entries;
+    if entries == 0 {
         return Ok(());
     }
     let xyzz = G::XYZZ_U64;
-    let sets = &stage.stage.sets;
-    let nbs = (sets.end - sets.start) * m;
-    let first = sets.start as usize * m as usize * xyzz;
+    let nbs = (stage.sets.end - stage.sets.start) * m;
+    let first = stage.sets.start as usize * m as usize * xyzz;
     let mut view = buckets.slice_mut(first..first + nbs as usize * xyzz);
-    if !stage.stage.add {
-        return sum_buckets::<G>(dev, k, stream, points, nbs, stage, &mut view);
-    }
-    let mut part = stream.alloc_zeros::<u64>(nbs as usize * xyzz)?;
-    sum_buckets::<G>(dev, k, stream, points, nbs, stage, &mut part.slice_mut(..))?;
-    unsafe {
-        stream
-            .launch_builder(&k.add_buckets)
-            .arg(&mut view)
-            .arg(&part)
-            .arg(&nbs)
-            .launch(grid(nbs, 128))?;
-    }
-    Ok(())
-}
-
-/// The stage's entries summed into `out` (its sets' `nbs` buckets, written where a bucket
-/// has entries).
-fn sum_buckets<G: MsmGroup>(
-    dev: &GpuDevice,
-    k: &Kernels,
-    stream: &Arc<CudaStream>,
-    points: u64,
-    nbs: u32,
-    stage: &SortedStage,
-    out: &mut CudaViewMut<'_, u64>,
-) -> Result<()> {
-    let entries = stage.entries;
-    let xyzz = G::XYZZ_U64;
     let segments = accumulate_segments(dev, k, entries)?;
     let seg_len = entries.div_ceil(segments).max(1);
     let segments = entries.div_ceil(seg_len).max(1);
@@ -538,12 +441,12 @@ fn sum_buckets<G: MsmGroup>(
             .arg(&nbs)
             .arg(&entries)
             .arg(&seg_len)
-            .arg(&mut *out)
+            .arg(&mut view)
             .arg(&mut head_sum)
             .arg(&mut head_bucket)
             .launch(grid(segments, ACCUMULATE_BLOCK))?;
     }
-    join_heads::<G>(stream, k, head_bucket, head_sum, segments, out)
+    join_heads::<G>(stream, k, head_bucket, head_sum, segments, &mut view)
 }
 
 #[cfg(test)]
@@ -573,48 +476,6 @@ mod tests {
             fold,
             sets: nwin.div_ceil(fold),
         }
-    }
-
-    #[test]
-    fn the_first_stage_splits_after_its_first_copies_where_asked() {
-        // H at 2^27: sets of 4, 4 and 3 windows, the set of 3 first.
-        let p = plan(11, 4);
-        let order = || fewest_windows_first(split_sets(3, 3), &p);
-        let st = split_first(order(), &p, 1);
-        let want = [
-            Stage {
-                sets: 2..3,
-                copies: 1,
-                add: false,
-            },
-            Stage {
-                sets: 2..3,
-                copies: !1,
-                add: true,
-            },
-            Stage::whole(0..1),
-            Stage::whole(1..2),
-        ];
-        assert_eq!(st, want);
-        assert_eq!(split_first(order(), &p, 2)[1].copies, !3);
-        // Off, the whole set or more: the stages as they were.
-        for k in [0, 3, 4, 40] {
-            let st = split_first(order(), &p, k);
-            assert_eq!(
-                st,
-                order().into_iter().map(Stage::whole).collect::<Vec<_>>()
-            );
-        }
-        // One stage (a small MSM), or a first stage of several sets: never split.
-        assert_eq!(split_first(split_sets(3, 1), &p, 1).len(), 1);
-        let plain = plan(16, 1);
-        assert_eq!(split_first(split_sets(16, 3), &plain, 1).len(), 3);
-        // Two stages, the first one set of 4 windows: split.
-        assert_eq!(split_first(split_sets(3, 2), &p, 1).len(), 3);
-        // The two parts' copies cover each window of the set once.
-        let st = split_first(order(), &p, 2);
-        assert_eq!(st[0].copies & st[1].copies, 0);
-        assert_eq!(st[0].copies | st[1].copies, ALL_COPIES);
     }
 
     #[test]
