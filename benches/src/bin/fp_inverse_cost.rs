@@ -16,6 +16,8 @@
 
 use std::time::Instant;
 
+use cuzk_benches::median_ms;
+
 use blst::{
     blst_fp, blst_fp_add, blst_fp_eucl_inverse, blst_fp_from_uint64, blst_fp_inverse, blst_fp_mul,
 };
@@ -36,9 +38,9 @@ fn fp(seed: u64) -> blst_fp {
     out
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// Nanoseconds per operation: the median round's time over the round's `ops` operations.
+fn ns_per_op(rounds: Vec<std::time::Duration>, ops: usize) -> f64 {
+    median_ms(rounds) * 1e6 / ops as f64
 }
 
 fn main() {
@@ -70,7 +72,7 @@ fn main() {
                 unsafe { blst_fp_mul(&mut acc, &acc, x) };
             }
         }
-        chain.push(t.elapsed().as_nanos() as f64 / (100 * BATCH) as f64);
+        chain.push(t.elapsed());
 
         let mut accs = [fp(2); 8];
         let t = Instant::now();
@@ -82,7 +84,7 @@ fn main() {
                 }
             }
         }
-        indep.push(t.elapsed().as_nanos() as f64 / (100 * BATCH) as f64);
+        indep.push(t.elapsed());
 
         for (out, inverse) in [
             (
@@ -102,12 +104,13 @@ fn main() {
                     blst_fp_add(&mut sink, &sink, &z);
                 }
             }
-            out.push(t.elapsed().as_nanos() as f64 / BATCH as f64);
+            out.push(t.elapsed());
         }
         // SAFETY: as above; keeps the independent chains observable.
         unsafe { blst_fp_add(&mut sink, &sink, &accs[7]) };
     }
-    let (chain, indep, ct, eucl) = (median(chain), median(indep), median(ct), median(eucl));
+    let (chain, indep) = (ns_per_op(chain, 100 * BATCH), ns_per_op(indep, 100 * BATCH));
+    let (ct, eucl) = (ns_per_op(ct, BATCH), ns_per_op(eucl, BATCH));
     println!("Fp product: {chain:.1} ns chained, {indep:.1} ns independent (median of {reps})");
     let cheapest = ct.min(eucl);
     for (name, ns) in [
@@ -122,9 +125,9 @@ fn main() {
     }
     // Break-even batch: 6 + inv / m < 10, with the inversion at its cheapest count.
     let inv_products = cheapest / chain;
-    let m = (inv_products / (XYZZ_PRODUCTS - AFFINE_PRODUCTS)).ceil();
+    let m = (inv_products / (XYZZ_PRODUCTS - AFFINE_PRODUCTS)).floor() + 1.0;
     println!(
-        "affine buckets beat XYZZ ({XYZZ_PRODUCTS} products) only for batches m > {m:.0}: \
+        "affine buckets beat XYZZ ({XYZZ_PRODUCTS} products) only for batches of m >= {m:.0}: \
          {:.0} live 32-bit words per thread before any working registers (255 the most a thread has)",
         m * WORDS_PER_ADDITION
     );
