@@ -16,7 +16,7 @@
 
 use std::time::Instant;
 
-use cuzk_benches::median_ms;
+use cuzk_benches::{cpu_time, median_ms};
 
 use blst::{
     blst_p2, blst_p2_add_or_double, blst_p2_affine, blst_p2_from_affine, blst_p2_generator,
@@ -31,9 +31,10 @@ const DEVICE_STEP_MS: f64 = 1203.2;
 /// Points checked against the sequential sum.
 const CHECK: usize = 512;
 
-fn mult(p: &blst_p2, scalar: &[u8; 32], bits: usize) -> blst_p2 {
+fn mult(p: &blst_p2, scalar: &[u8], bits: usize) -> blst_p2 {
+    assert!(scalar.len() * 8 >= bits, "scalar shorter than {bits} bits");
     let mut out = blst_p2::default();
-    // SAFETY: `scalar` holds the 32 little-endian bytes blst reads for `bits` <= 256.
+    // SAFETY: `scalar` holds the little-endian bytes blst reads for `bits` (checked above).
     unsafe { blst_p2_mult(&mut out, p, scalar.as_ptr(), bits) };
     out
 }
@@ -89,18 +90,6 @@ fn equal(a: &blst_p2, b: &blst_p2) -> bool {
     unsafe { blst_p2_is_equal(a, b) }
 }
 
-/// This process's CPU time (user + system) in seconds, from /proc (Linux reports it in
-/// USER_HZ = 100 ticks a second); None elsewhere. Core-seconds from CPU time, not from wall
-/// time x threads, stay right when something else shares the machine.
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let mut f = rest.split_whitespace().skip(11);
-    let (u, s): (f64, f64) = (f.next()?.parse().ok()?, f.next()?.parse().ok()?);
-    Some((u + s) / 100.0)
-}
-
 fn main() {
     let (mut log, mut reps) = (27u32, 3usize);
     let mut args = std::env::args().skip(1);
@@ -124,8 +113,7 @@ fn main() {
     let t = Instant::now();
     let ones = points(n_ones, 1);
     let wide = points(n_wide, 2);
-    let scalars: Vec<[u8; 32]> = (0..n_wide as u64).map(|i| scalar(i + 7)).collect();
-    let flat: Vec<u8> = scalars.iter().flatten().copied().collect();
+    let flat: Vec<u8> = (0..n_wide as u64).flat_map(|i| scalar(i + 7)).collect();
     println!("points generated in {:.1} s", t.elapsed().as_secs_f64());
 
     // The sums blst computes, against the plain sequential ones on a prefix.
@@ -135,7 +123,7 @@ fn main() {
         .fold(blst_p2::default(), |acc, p| add(&acc, &affine_to_p2(p)));
     let seq_wide = wide.as_slice()[..k]
         .iter()
-        .zip(&scalars)
+        .zip(flat.chunks_exact(32))
         .fold(blst_p2::default(), |acc, (p, s)| {
             add(&acc, &mult(&affine_to_p2(p), s, 255))
         });
@@ -150,7 +138,7 @@ fn main() {
 
     let (mut t_ones, mut t_wide) = (vec![], vec![]);
     let mut sink = blst_p2::default();
-    let cpu_before = cpu_seconds();
+    let cpu_before = cpu_time();
     for _ in 0..reps {
         let t = Instant::now();
         sink = add(&sink, &ones.add());
@@ -161,11 +149,8 @@ fn main() {
     }
     let (ones_ms, wide_ms) = (median_ms(t_ones), median_ms(t_wide));
     let total = ones_ms + wide_ms;
-    // CPU time over all rounds, per round; wall x threads where /proc is not there.
-    let core_s = match (cpu_before, cpu_seconds()) {
-        (Some(a), Some(b)) => (b - a) / reps as f64,
-        _ => total * threads as f64 / 1e3,
-    };
+    // CPU time over all rounds, per round: right even when something else shares the machine.
+    let core_s = (cpu_time() - cpu_before).as_secs_f64() / reps as f64;
     println!("ones, batch-affine sum: {ones_ms:.1} ms (median of {reps})");
     println!("wide, Pippenger MSM:    {wide_ms:.1} ms");
     println!(

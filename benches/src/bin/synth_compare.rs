@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use cuzk_benches::cpu_time;
 use cuzk_core::kinds::porep_shaped::{PorepShape, PorepShaped};
 use cuzk_core::kinds::vectors::{self, Manifest};
 use cuzk_core::kinds::{build_task, ProofTask, SyntheticTask};
@@ -93,21 +94,6 @@ fn peak_rss() -> u64 {
 /// peak is its own.
 fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// CPU time of the whole process (every thread), from /proc/self/stat (10 ms ticks): under
-/// load from elsewhere the wall times stretch, the CPU time less so.
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    Duration::from_millis(f.iter().sum::<u64>() * 10)
 }
 
 /// One path's run over every partition of a task.
