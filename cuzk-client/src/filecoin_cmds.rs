@@ -8,6 +8,7 @@ use cuzk_core::kinds::params::{self, ParamState};
 use cuzk_core::kinds::registered::parse_sector_size;
 use cuzk_core::kinds::request::parse_hex;
 use cuzk_core::kinds::vectors::{self, parse_kind, Manifest};
+use cuzk_core::kinds::virtual_sector;
 use cuzk_core::kinds::{KindRequest, SyntheticShape, SyntheticTask};
 use cuzk_core::paramgen::{generate_synthetic, synthetic_params_file, Engine};
 use cuzk_core::{Error, ProofKind, Result};
@@ -44,7 +45,7 @@ pub struct ParamsSyntheticArgs {
 
 #[derive(Args, Debug)]
 pub struct ParamsGenerateArgs {
-    /// Sector size: 2KiB, 8MiB, 512MiB (or bytes).
+    /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB, 64GiB (or bytes).
     #[arg(long, default_value = "2KiB")]
     pub sector_size: String,
     /// Kinds to generate, comma separated.
@@ -58,6 +59,11 @@ pub struct ParamsGenerateArgs {
     /// /var/tmp/filecoin-proof-parameters, the proof crates' own default).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// auto | bellperson | recorded. recorded: the real circuit recorded from a virtual
+    /// sector, then cuzk's generator, on the GPU where there is one (PoRep only; minutes at
+    /// 32 GiB). auto: bellperson's up to 512MiB, recorded above.
+    #[arg(long, default_value = "auto")]
+    pub generator: String,
 }
 
 impl ParamsGenerateArgs {
@@ -93,13 +99,27 @@ pub fn params_generate(a: &ParamsGenerateArgs) -> Result<()> {
         .iter()
         .map(|k| parse_kind(k))
         .collect::<Result<Vec<_>>>()?;
-    let files = params::generate(size, &kinds, &a.dir(), &mut |p| match &p.state {
-        ParamState::Generating => eprintln!("{}: generating {} ...", p.srs_id, p.path.display()),
-        ParamState::Generated(t) => {
-            eprintln!("{}: generated in {:.1} s", p.srs_id, t.as_secs_f64())
+    let generator = match a.generator.as_str() {
+        "auto" => params::Generator::Auto,
+        "bellperson" => params::Generator::Bellperson,
+        "recorded" => params::Generator::Recorded,
+        other => {
+            return Err(Error::invalid(
+                "generator",
+                format!("{other:?} (auto|bellperson|recorded)"),
+            ))
         }
-        ParamState::AlreadyPresent => eprintln!("{}: present, {}", p.srs_id, p.path.display()),
-    })?;
+    };
+    let files =
+        params::generate_with(size, &kinds, &a.dir(), generator, &mut |p| match &p.state {
+            ParamState::Generating => {
+                eprintln!("{}: generating {} ...", p.srs_id, p.path.display())
+            }
+            ParamState::Generated(t) => {
+                eprintln!("{}: generated in {:.1} s", p.srs_id, t.as_secs_f64())
+            }
+            ParamState::AlreadyPresent => eprintln!("{}: present, {}", p.srs_id, p.path.display()),
+        })?;
     for f in files {
         println!("{}", f.display());
     }
@@ -167,6 +187,10 @@ pub struct GenVanillaArgs {
     /// Output directory: <kind>.json manifests and the payload files they name.
     #[arg(long)]
     pub out: PathBuf,
+    /// Make a virtual sector (consistent openings of a sector never sealed; seconds at any
+    /// size) instead of sealing one. Sizes above 512MiB are always virtual. PoRep only.
+    #[arg(long = "virtual")]
+    pub virtual_sector: bool,
 }
 
 pub fn gen_vanilla(a: &GenVanillaArgs) -> Result<()> {
@@ -181,9 +205,15 @@ pub fn gen_vanilla(a: &GenVanillaArgs) -> Result<()> {
     } else {
         vec![parse_kind(&a.kind)?]
     };
+    let virtual_sector = a.virtual_sector || size > vectors::MAX_VECTOR_SECTOR_SIZE;
     for kind in kinds {
-        eprintln!("{kind}: sealing a fresh {size}-byte sector ...");
-        let m = vectors::generate(kind, size, &a.out)?;
+        let m = if virtual_sector {
+            eprintln!("{kind}: a virtual {size}-byte sector ...");
+            virtual_sector::generate(kind, size, &a.out)?
+        } else {
+            eprintln!("{kind}: sealing a fresh {size}-byte sector ...");
+            vectors::generate(kind, size, &a.out)?
+        };
         println!("{}", a.out.join(format!("{}.json", m.kind)).display());
     }
     Ok(())

@@ -84,7 +84,7 @@ const PATH_MATRICES: u8 = 2;
 static PATH: AtomicU8 = AtomicU8::new(PATH_UNSET);
 
 /// Partitions the matrices path handed to full synthesis since the process started (other
-/// than while another worker was recording): non-zero means a circuit and its matrices
+/// than of shapes too large to record): non-zero means a circuit and its matrices
 /// disagreed, or a witness was invalid.
 pub fn matrices_fallbacks() -> usize {
     matrix_cache().fallbacks()

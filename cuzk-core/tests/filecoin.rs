@@ -15,6 +15,7 @@ use bellperson::groth16;
 use blstrs::Scalar;
 use cuzk_core::backend::cpu::CpuBackend;
 use cuzk_core::kinds::vectors::{self, Manifest};
+use cuzk_core::kinds::virtual_sector;
 use cuzk_core::kinds::{build_task, KindRequest, ProofTask};
 use cuzk_core::prove::{assemble, proof_bytes, prove_on_device};
 use cuzk_core::srs::SrsCache;
@@ -80,7 +81,13 @@ fn prove(task: &dyn ProofTask) -> (Vec<u8>, bool) {
 }
 
 fn end_to_end(kind: ProofKind, partitions: usize) {
-    let task = build_task(&request(kind)).unwrap();
+    end_to_end_request(&request(kind), partitions);
+}
+
+fn end_to_end_request(req: &KindRequest, partitions: usize) {
+    let kind = req.kind;
+    srs(); // the proof crates read their parameter directory once: set it first
+    let task = build_task(req).unwrap();
     assert_eq!(task.kind(), kind);
     assert_eq!(task.partitions(), partitions);
     // For an honest request the independent public inputs are the witness's.
@@ -124,6 +131,20 @@ fn window_2k_verified_by_verify_window_post() {
 fn snap_2k_verified_by_verify_empty_sector_update_proof() {
     let parts = request(ProofKind::SnapDealsUpdate).vanilla_proofs.len();
     end_to_end(ProofKind::SnapDealsUpdate, parts);
+}
+
+/// Virtual sectors (never sealed: sparse trees, labels computed only where opened) prove
+/// through the same pipeline and pass the same stock verifiers as sealed ones.
+#[test]
+fn virtual_sectors_2k_verified_by_the_stock_verifiers() {
+    for (kind, partitions) in [
+        (ProofKind::PorepSealCommit, 1),
+        (ProofKind::WinningPost, 1),
+        (ProofKind::WindowPostPartition, 1),
+    ] {
+        let req = virtual_sector::request(kind, SIZE).unwrap();
+        end_to_end_request(&req, partitions);
+    }
 }
 
 #[test]

@@ -41,6 +41,7 @@ mod snap;
 pub mod synthetic;
 mod synthetic_task;
 pub mod vectors;
+pub mod virtual_sector;
 mod window;
 mod winning;
 
@@ -74,6 +75,15 @@ pub trait ProofTask: Send + Sync {
     /// bytes (e.g. a stock Filecoin verifier). Called only when self-verification is on.
     fn verify_job(&self, _proof: &[u8]) -> Result<()> {
         Ok(())
+    }
+
+    /// Record partition `index`'s constraint matrices (one synthesis, witness included), for
+    /// parameter generation from the real circuit. Kinds that cannot say so.
+    fn record_matrices(&self, _index: usize) -> Result<crate::matrices::Matrices> {
+        Err(crate::job::Error::invalid(
+            "kind",
+            format!("{}: recording its circuit is not supported", self.kind()),
+        ))
     }
 }
 

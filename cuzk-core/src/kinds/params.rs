@@ -254,6 +254,17 @@ pub enum ParamState {
     AlreadyPresent,
 }
 
+/// Which generator makes a set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generator {
+    /// bellperson's up to 512 MiB sectors, the recorded circuit above.
+    Auto,
+    /// bellperson's `generate_random_parameters`, through the proof crates' cache code.
+    Bellperson,
+    /// The real circuit recorded from a virtual sector, then cuzk's generator (PoRep only).
+    Recorded,
+}
+
 /// Generate test parameters (random toxic waste, fixed seed: worthless for anything of value)
 /// for `kinds` at `sector_size` into `dir`, in the standard layout. Files already present are
 /// kept, so a second run costs nothing. Returns the parameter files.
@@ -261,6 +272,17 @@ pub fn generate(
     sector_size: u64,
     kinds: &[ProofKind],
     dir: &Path,
+    progress: &mut dyn FnMut(&ParamProgress),
+) -> Result<Vec<PathBuf>> {
+    generate_with(sector_size, kinds, dir, Generator::Auto, progress)
+}
+
+/// `generate` with the generator chosen.
+pub fn generate_with(
+    sector_size: u64,
+    kinds: &[ProofKind],
+    dir: &Path,
+    generator: Generator,
     progress: &mut dyn FnMut(&ParamProgress),
 ) -> Result<Vec<PathBuf>> {
     use_parameter_dir(dir)?;
@@ -283,8 +305,18 @@ pub fn generate(
         }
         report(ParamState::Generating);
         let t = Instant::now();
-        let mut rng = ChaCha20Rng::seed_from_u64(0x6375_7a6b_6669_6c00 ^ sector_size ^ kind as u64);
-        super::with_shape!(sector_size, generate_one, kind, sector_size, &mut rng)?;
+        let seed = 0x6375_7a6b_6669_6c00 ^ sector_size ^ kind as u64;
+        let recorded = match generator {
+            Generator::Auto => sector_size > BELLPERSON_MAX_SECTOR_SIZE,
+            Generator::Bellperson => false,
+            Generator::Recorded => true,
+        };
+        if recorded {
+            generate_recorded(kind, sector_size, &set, dir, seed)?;
+        } else {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed);
+            super::with_shape!(sector_size, generate_one, kind, sector_size, &mut rng)?;
+        }
         if !path.exists() {
             return Err(Error::Params(format!(
                 "generated {} but {} did not appear (identifier mismatch?)",
@@ -296,6 +328,73 @@ pub fn generate(
         out.push(path);
     }
     Ok(out)
+}
+
+/// The largest sector size whose parameters bellperson's generator makes in minutes; above
+/// it (a 32 GiB PoRep partition is 2^27 constraints) the real circuit is recorded and cuzk's
+/// own generator makes the set, on the GPU where there is one.
+const BELLPERSON_MAX_SECTOR_SIZE: u64 = registered::SECTOR_SIZE_512_MIB;
+
+/// Generate `set` from the real circuit: record partition 0's matrices from a virtual sector
+/// (one synthesis; PoRep, WinningPoSt and WindowPoSt), then run cuzk's generator (`paramgen`) over them. Writes the `.params`
+/// file in bellperson's format and its verifying key as the `.vk` the stock verifiers read.
+fn generate_recorded(
+    kind: ProofKind,
+    sector_size: u64,
+    set: &ParamSet,
+    dir: &Path,
+    seed: u64,
+) -> Result<()> {
+    use crate::paramgen::{generate as generate_rows, Engine, RecordedRows, Toxic};
+    let req = super::virtual_sector::request(kind, sector_size)?;
+    let task = super::build_task(&req)?;
+    let t = Instant::now();
+    let m = task.record_matrices(0)?;
+    tracing::info!(
+        srs_id = %set.srs_id,
+        secs = t.elapsed().as_secs_f64(),
+        rows = m.num_constraints(),
+        aux = m.num_aux,
+        bytes = m.size_bytes(),
+        "recorded the real circuit"
+    );
+    // Kept beside the set, so a daemon reading its matrices from this directory
+    // (CUZK_MATRIX_DIR) skips recording them again on its first proof.
+    let matrices = crate::matrices::MatrixCache::file(dir, &set.identifier);
+    if let Err(e) = crate::matrices::write_matrices(&m, &matrices) {
+        tracing::warn!("writing {}: {e}", matrices.display());
+    }
+    let (fb, on) = Engine::Auto.open()?;
+    let path = set.params_file(dir);
+    let partial = crate::atomic_file::temporary_path(&path);
+    let report = generate_rows(
+        &RecordedRows::new(&m)?,
+        &Toxic::from_seed(seed),
+        fb.as_ref(),
+        &partial,
+    )?;
+    drop(m);
+    tracing::info!(
+        srs_id = %set.srs_id,
+        on,
+        secs = report.total.as_secs_f64(),
+        bytes = report.bytes,
+        "generated from the recorded circuit"
+    );
+    // The verifying key is the head of the parameter file.
+    let io = |p: &Path, e: std::io::Error| Error::Params(format!("{}: {e}", p.display()));
+    let vk = bellperson::groth16::VerifyingKey::<blstrs::Bls12>::read(std::io::BufReader::new(
+        std::fs::File::open(&partial).map_err(|e| io(&partial, e))?,
+    ))
+    .map_err(|e| io(&partial, e))?;
+    let vk_path = set.vk_file(dir);
+    let mut vk_bytes = Vec::new();
+    vk.write(&mut vk_bytes).map_err(|e| io(&vk_path, e))?;
+    let vk_partial = crate::atomic_file::temporary_path(&vk_path);
+    std::fs::write(&vk_partial, &vk_bytes).map_err(|e| io(&vk_partial, e))?;
+    std::fs::rename(&vk_partial, &vk_path).map_err(|e| io(&vk_path, e))?;
+    std::fs::rename(&partial, &path).map_err(|e| io(&path, e))?;
+    Ok(())
 }
 
 /// Generate through the crates' own cache code (`CacheableParameters::get_groth_params` and

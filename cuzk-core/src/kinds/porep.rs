@@ -262,6 +262,29 @@ impl<Tree: 'static + MerkleTreeTrait> PorepTask<Tree> {
     }
 }
 
+impl<Tree: 'static + MerkleTreeTrait> PorepTask<Tree> {
+    fn partition(&self, index: usize) -> Result<&Vec<stacked::Proof<Tree, DefaultPieceHasher>>> {
+        self.vanilla
+            .get(index)
+            .ok_or_else(|| Error::Internal(format!("partition {index} of {}", self.vanilla.len())))
+    }
+
+    #[allow(clippy::ptr_arg)] // CompoundProof::circuit takes the proofs as a &Vec
+    fn circuit(
+        &self,
+        index: usize,
+        proofs: &Vec<stacked::Proof<Tree, DefaultPieceHasher>>,
+    ) -> anyhow::Result<stacked::StackedCircuit<Tree, DefaultPieceHasher>> {
+        <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
+            &self.pub_inputs,
+            (),
+            proofs,
+            &self.pub_params,
+            Some(index),
+        )
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait> ProofTask for PorepTask<Tree> {
     fn kind(&self) -> ProofKind {
         ProofKind::PorepSealCommit
@@ -275,19 +298,18 @@ impl<Tree: 'static + MerkleTreeTrait> ProofTask for PorepTask<Tree> {
         Ok(params::load(srs, &self.params)?.0)
     }
 
+    fn record_matrices(&self, index: usize) -> Result<crate::matrices::Matrices> {
+        let proofs = self.partition(index)?;
+        let circuit = self
+            .circuit(index, proofs)
+            .map_err(|e| Error::Params(format!("porep circuit {index}: {e:#}")))?;
+        crate::paramgen::record_rows(&self.params.identifier, circuit)
+    }
+
     fn synthesize(&self, index: usize) -> Result<Synthesized> {
-        let proofs = self.vanilla.get(index).ok_or_else(|| {
-            Error::Internal(format!("partition {index} of {}", self.vanilla.len()))
-        })?;
-        let circuit = |proofs: &Vec<stacked::Proof<Tree, DefaultPieceHasher>>| {
-            <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
-                &self.pub_inputs,
-                (),
-                proofs,
-                &self.pub_params,
-                Some(index),
-            )
-        };
+        let proofs = self.partition(index)?;
+        let circuit =
+            |proofs: &Vec<stacked::Proof<Tree, DefaultPieceHasher>>| self.circuit(index, proofs);
         // The circuit allocates the commitments, then proves each challenge on its own: its
         // witness can be synthesized a run of challenges per thread.
         let parts = proofs.len().min(rayon::current_num_threads());

@@ -163,6 +163,16 @@ pub(super) fn replicas<Tree: 'static + MerkleTreeTrait>(
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PostTask<Tree> {
+    fn circuit(&self) -> anyhow::Result<FallbackPoStCircuit<Tree>> {
+        <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::circuit(
+            &self.circuit_inputs,
+            Default::default(),
+            &self.partition,
+            &self.pub_params,
+            Some(0),
+        )
+    }
+
     /// Verify with the stock verifying key and public-input code, for a partition the
     /// top-level stock verifier cannot take alone (a WindowPoSt partition after the first).
     pub(super) fn verify_partition_with_vk(&self, proof: &[u8]) -> Result<()> {
@@ -207,15 +217,14 @@ impl<Tree: 'static + MerkleTreeTrait> ProofTask for PostTask<Tree> {
                 self.kind
             )));
         }
-        synthesize_guarded(self.kind, index, &self.params.identifier, || {
-            <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::circuit(
-                &self.circuit_inputs,
-                Default::default(),
-                &self.partition,
-                &self.pub_params,
-                Some(0),
-            )
-        })
+        synthesize_guarded(self.kind, index, &self.params.identifier, || self.circuit())
+    }
+
+    fn record_matrices(&self, _index: usize) -> Result<crate::matrices::Matrices> {
+        let circuit = self
+            .circuit()
+            .map_err(|e| Error::Params(format!("{} circuit: {e:#}", self.kind)))?;
+        crate::paramgen::record_rows(&self.params.identifier, circuit)
     }
 
     /// Challenges derived from randomness, sector ids and this partition's position, as the

@@ -90,6 +90,11 @@ impl Manifest {
 
     /// The SubmitProof request Curio would send for this vector, payloads read from `dir`.
     pub fn request(&self, dir: &Path) -> Result<KindRequest> {
+        self.request_with(&|name| fs::read(dir.join(name)).map_err(|e| io_err(&dir.join(name), e)))
+    }
+
+    /// The request, with each payload the manifest names read by `read`.
+    pub fn request_with(&self, read: &dyn Fn(&str) -> Result<Vec<u8>>) -> Result<KindRequest> {
         let kind = self.proof_kind()?;
         let mut req = KindRequest::new(kind);
         req.sector_size = self.sector_size;
@@ -97,7 +102,6 @@ impl Manifest {
         req.miner_id = self.miner_id;
         req.sector_number = self.sectors.first().map_or(0, |s| s.sector_number);
         req.partition_index = self.partition_index;
-        let read = |name: &str| fs::read(dir.join(name)).map_err(|e| io_err(&dir.join(name), e));
         if !self.vanilla_proof.is_empty() {
             req.vanilla_proof = read(&self.vanilla_proof)?;
         }
@@ -232,7 +236,8 @@ fn write_piece(
     Ok(piece)
 }
 
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<String> {
+/// Write a payload (or manifest) `name` into `dir`; returns the name the manifest records.
+pub(crate) fn write_payload(dir: &Path, name: &str, bytes: &[u8]) -> Result<String> {
     let path = dir.join(name);
     fs::write(&path, bytes).map_err(|e| io_err(&path, e))?;
     Ok(name.to_string())
@@ -278,7 +283,7 @@ pub fn generate(kind: ProofKind, sector_size: u64, out_dir: &Path) -> Result<Man
             m.ticket = hex::encode(s.ticket);
             m.seed = hex::encode(s.seed);
             let env = super::porep::encode_envelope(s.sector_number, &s.c1)?;
-            m.vanilla_proof = write(out_dir, "porep-c1.json", &env)?;
+            m.vanilla_proof = write_payload(out_dir, "porep-c1.json", &env)?;
             m.sectors.push(sector_info(&s));
         }
         ProofKind::WinningPost | ProofKind::WindowPostPartition => {
@@ -318,7 +323,7 @@ pub fn generate(kind: ProofKind, sector_size: u64, out_dir: &Path) -> Result<Man
         }
     }
     let manifest = serde_json::to_vec_pretty(&m).map_err(|e| Error::Internal(e.to_string()))?;
-    write(out_dir, &format!("{name}.json"), &manifest)?;
+    write_payload(out_dir, &format!("{name}.json"), &manifest)?;
     let _ = fs::remove_dir_all(&work);
     Ok(m)
 }
@@ -352,7 +357,7 @@ fn write_post_vanilla(
         })?;
         let bytes = filecoin_proofs_api::post::generate_single_vanilla_proof(post, id, &replica, c)
             .map_err(fil("generate_single_vanilla_proof"))?;
-        m.vanilla_proofs.push(write(
+        m.vanilla_proofs.push(write_payload(
             out_dir,
             &format!("{name}-vanilla-{}.bin", s.sector_number),
             &bytes,
@@ -405,8 +410,11 @@ fn write_snap_vanilla(
     m.comm_r_new = hex::encode(enc.comm_r_new);
     m.comm_d_new = hex::encode(enc.comm_d_new);
     for (i, p) in proofs.iter().enumerate() {
-        m.vanilla_proofs
-            .push(write(out_dir, &format!("snap-partition-{i}.bin"), &p.0)?);
+        m.vanilla_proofs.push(write_payload(
+            out_dir,
+            &format!("snap-partition-{i}.bin"),
+            &p.0,
+        )?);
     }
     Ok(())
 }

@@ -7,14 +7,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use super::{read_matrices, write_matrices, Matrices};
 
 #[derive(Debug)]
 enum Slot {
-    /// One caller is recording (or reading the file); others synthesize the old way meanwhile
-    /// rather than wait.
+    /// One caller is recording (or reading the file); others wait for it. Synthesizing in
+    /// full meanwhile takes no less time than recording, and holds a whole partition's
+    /// linear combinations per worker: tens of GB each at 32 GiB, more than a host has for
+    /// every worker at once.
     Pending,
     Ready(Arc<Matrices>),
     /// Recording cannot work for this shape (it outgrows the 32-bit layout): never retried.
@@ -26,7 +28,7 @@ pub enum Recorded<'a> {
     Ready(Arc<Matrices>),
     /// Nobody has the matrices: the caller records them and hands them to the ticket.
     Record(RecordTicket<'a>),
-    /// Someone else is recording, or the shape cannot be recorded.
+    /// The shape cannot be recorded.
     Unavailable,
 }
 
@@ -34,6 +36,8 @@ pub enum Recorded<'a> {
 pub struct MatrixCache {
     dir: Option<PathBuf>,
     slots: Mutex<HashMap<String, Slot>>,
+    /// Signalled whenever a pending slot is settled.
+    settled: Condvar,
     fallbacks: AtomicUsize,
 }
 
@@ -69,11 +73,15 @@ impl MatrixCache {
     pub fn lookup(&self, key: &str) -> Recorded<'_> {
         {
             let mut slots = self.slots.lock();
-            match slots.get(key) {
-                Some(Slot::Ready(m)) => return Recorded::Ready(m.clone()),
-                Some(Slot::Pending | Slot::Unusable) => return Recorded::Unavailable,
-                None => {
-                    slots.insert(key.to_string(), Slot::Pending);
+            loop {
+                match slots.get(key) {
+                    Some(Slot::Ready(m)) => return Recorded::Ready(m.clone()),
+                    Some(Slot::Unusable) => return Recorded::Unavailable,
+                    Some(Slot::Pending) => self.settled.wait(&mut slots),
+                    None => {
+                        slots.insert(key.to_string(), Slot::Pending);
+                        break;
+                    }
                 }
             }
         }
@@ -166,6 +174,7 @@ impl RecordTicket<'_> {
             .slots
             .lock()
             .insert(self.key.clone(), Slot::Ready(m.clone()));
+        self.cache.settled.notify_all();
         self.done = true;
         m
     }
@@ -176,6 +185,7 @@ impl RecordTicket<'_> {
             .slots
             .lock()
             .insert(self.key.clone(), Slot::Unusable);
+        self.cache.settled.notify_all();
         self.done = true;
     }
 }
@@ -184,6 +194,51 @@ impl Drop for RecordTicket<'_> {
     fn drop(&mut self) {
         if !self.done {
             self.cache.slots.lock().remove(&self.key);
+            self.cache.settled.notify_all();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinds::synthetic::SyntheticCircuit;
+    use crate::matrices::record_matrices;
+    use std::sync::atomic::AtomicBool;
+
+    /// A lookup while another caller records waits for the recording instead of going on
+    /// without it (which at 32 GiB meant a full synthesis per waiting worker), and a failed
+    /// recording frees the shape for the next caller.
+    #[test]
+    fn a_lookup_waits_for_the_recording_under_way() {
+        let cache = MatrixCache::new();
+        let Recorded::Record(ticket) = cache.lookup("k") else {
+            panic!("the first lookup records");
+        };
+        let inserted = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| match cache.lookup("k") {
+                Recorded::Ready(m) => {
+                    assert!(
+                        inserted.load(Ordering::SeqCst),
+                        "returned before the insert"
+                    );
+                    m.num_aux
+                }
+                _ => panic!("the waiter got no matrices"),
+            });
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let (m, _) = record_matrices("k", SyntheticCircuit::new(6, 1)).unwrap();
+            let aux = m.num_aux;
+            inserted.store(true, Ordering::SeqCst);
+            ticket.insert(m);
+            assert_eq!(waiter.join().unwrap(), aux);
+        });
+
+        let Recorded::Record(ticket) = cache.lookup("other") else {
+            panic!("a new shape records");
+        };
+        drop(ticket);
+        assert!(matches!(cache.lookup("other"), Recorded::Record(_)));
     }
 }
