@@ -188,7 +188,8 @@ pub struct GenVanillaArgs {
     #[arg(long)]
     pub out: PathBuf,
     /// Make a virtual sector (consistent openings of a sector never sealed; seconds at any
-    /// size) instead of sealing one. Sizes above 512MiB are always virtual. PoRep only.
+    /// size) instead of sealing one: porep, winning, window. Sizes above 512MiB are always
+    /// virtual ("all" then skips snap, which a virtual sector cannot stand in for).
     #[arg(long = "virtual")]
     pub virtual_sector: bool,
 }
@@ -207,6 +208,12 @@ pub fn gen_vanilla(a: &GenVanillaArgs) -> Result<()> {
     };
     let virtual_sector = a.virtual_sector || size > vectors::MAX_VECTOR_SECTOR_SIZE;
     for kind in kinds {
+        if virtual_sector && kind == ProofKind::SnapDealsUpdate && a.kind == "all" {
+            eprintln!(
+                "{kind}: skipped (needs a sealed sector: its challenges follow from comm_r_new)"
+            );
+            continue;
+        }
         let m = if virtual_sector {
             eprintln!("{kind}: a virtual {size}-byte sector ...");
             virtual_sector::generate(kind, size, &a.out)?

@@ -421,6 +421,11 @@ impl Engine {
         }
     }
 
+    /// Count a TCP connection the daemon closed at accept (its peer is outside `allow`).
+    pub fn connection_refused(&self) {
+        self.shared.metrics.connection_refused();
+    }
+
     pub fn metrics_text(&self) -> String {
         let st = self.status();
         self.shared.metrics.render(&st)

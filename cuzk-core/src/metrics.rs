@@ -94,6 +94,7 @@ pub struct Metrics {
     srs_bytes: Family<SrsLabel, Gauge>,
     srs_bytes_all: Gauge,
     uptime: Gauge,
+    connections_refused: Counter,
     completed: AtomicU64,
     failed: AtomicU64,
     cancelled: AtomicU64,
@@ -135,6 +136,7 @@ impl Metrics {
             srs_bytes: Family::default(),
             srs_bytes_all: Gauge::default(),
             uptime: Gauge::default(),
+            connections_refused: Counter::default(),
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
@@ -228,8 +230,17 @@ impl Metrics {
                 "Seconds since the engine started",
                 m.uptime.clone(),
             );
+            r.register(
+                "connections_refused",
+                "TCP connections closed when accepted: the peer is outside `allow`",
+                m.connections_refused.clone(),
+            );
         }
         m
+    }
+
+    pub fn connection_refused(&self) {
+        self.connections_refused.inc();
     }
 
     pub fn job_submitted(&self, kind: ProofKind) {

@@ -22,6 +22,11 @@ pub struct DaemonConfig {
     pub metrics_listen: Option<String>,
     /// TLS for the TCP listener (the Unix socket stays plaintext: it is local and 0600).
     pub tls: Option<TlsConfig>,
+    /// Source-address ranges the TCP listener accepts connections from ("10.0.0.0/8",
+    /// "fd00::/8", "192.0.2.7"); any other connection is closed before a byte is read. Empty:
+    /// loopback only. Curio's client has no TLS and no token: this is what exposes the daemon
+    /// to a remote Curio node, and to nobody else.
+    pub allow: Vec<String>,
     pub engine: EngineConfig,
 }
 
@@ -42,6 +47,7 @@ impl Default for DaemonConfig {
             auth_token_file: None,
             metrics_listen: None,
             tls: None,
+            allow: Vec::new(),
             engine: EngineConfig::default(),
         }
     }
@@ -63,6 +69,10 @@ pub struct ExposureFlags {
     /// Serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9821.
     #[arg(long)]
     pub metrics_listen: Option<String>,
+    /// Accept TCP connections from this address range (repeatable; replaces the file's
+    /// `allow`), e.g. --allow 10.0.0.0/8 --allow fd00::/8. Default: loopback only.
+    #[arg(long = "allow", value_name = "CIDR")]
+    pub allow: Vec<String>,
 }
 
 impl ExposureFlags {
@@ -92,6 +102,10 @@ impl ExposureFlags {
         if let Some(v) = &self.metrics_listen {
             c.metrics_listen = Some(v.clone());
         }
+        if !self.allow.is_empty() {
+            c.allow = self.allow.clone();
+        }
+        crate::allow::Allowlist::parse(&c.allow)?;
         Ok(())
     }
 }
@@ -171,6 +185,23 @@ mod tests {
         assert_eq!(c.tls.unwrap().key, PathBuf::from("k.pem"));
         // Half a TLS section is an error, not a silent plaintext listener.
         assert!(toml::from_str::<DaemonConfig>("[tls]\ncert = \"c.pem\"\n").is_err());
+    }
+
+    #[test]
+    fn allow_flags_replace_the_file_and_bad_ranges_fail_the_start() {
+        let mut c: DaemonConfig = toml::from_str("allow = [\"10.0.0.0/8\"]\n").unwrap();
+        assert_eq!(c.allow, vec!["10.0.0.0/8".to_string()]);
+        let flags = ExposureFlags {
+            allow: vec!["192.0.2.0/24".into(), "fd00::/8".into()],
+            ..Default::default()
+        };
+        flags.apply(&mut c).unwrap();
+        assert_eq!(c.allow.len(), 2);
+        let bad = ExposureFlags {
+            allow: vec!["10.0.0.0/40".into()],
+            ..Default::default()
+        };
+        assert!(bad.apply(&mut DaemonConfig::default()).is_err());
     }
 
     #[test]

@@ -23,6 +23,7 @@ use tonic::transport::Server;
 
 use crate::auth::BearerAuth;
 use crate::service::ProvingService;
+use cuzk_daemon::allow::Allowlist;
 use cuzk_daemon::config::{DaemonConfig, ExposureFlags};
 
 #[derive(Parser, Debug)]
@@ -171,6 +172,7 @@ async fn main() -> anyhow::Result<()> {
     let token = auth::load_token(config.auth_token_file.as_deref())?;
     let token_required = token.is_some();
     let mut tcp = tls::tcp_server(config.tls.as_ref())?;
+    let allow = Allowlist::parse(&config.allow)?;
     // Test-only fault/delay injection (CUZK_TEST_HOOKS; see cuzk-core's test_hooks.rs).
     let hooks = TestHooks::from_env().map_err(|e| anyhow::anyhow!(e))?;
     let engine = Engine::start_with_hooks(config.engine.clone(), hooks)?;
@@ -225,13 +227,21 @@ async fn main() -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
     let local = listener.local_addr()?;
     let tls_on = config.tls.is_some();
-    tracing::info!(tls = tls_on, token_required, "gRPC on {local}");
-    warn_if_exposed(local, tls_on, token_required);
+    tracing::info!(tls = tls_on, token_required, %allow, "gRPC on {local}");
+    if !allow.loopback_only() {
+        warn_if_exposed(local, tls_on, token_required);
+    } else if !local.ip().is_loopback() {
+        tracing::warn!(
+            "listening on {local} but accepting loopback peers only: set `allow` (or --allow \
+             CIDR) to the addresses of the Curio nodes that may connect"
+        );
+    }
     // A fixed-format line that scripts and tests wait for.
     eprintln!("cuzk-daemon listening on {local}");
+    let incoming = allowed(TcpListenerStream::new(listener), allow, engine.clone());
     let tcp = tcp
         .add_routes(routes)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopped(stop_rx));
+        .serve_with_incoming_shutdown(incoming, stopped(stop_rx));
     let tcp = tokio::spawn(tcp);
 
     shutdown_signal().await;
@@ -255,6 +265,32 @@ async fn main() -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The accepted connections whose peer is in `allow`; any other is closed (dropped) before a
+/// byte of it is read, logged and counted.
+fn allowed(
+    incoming: TcpListenerStream,
+    allow: Allowlist,
+    engine: Engine,
+) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    use tokio_stream::StreamExt;
+    incoming.filter_map(move |conn| {
+        let stream = match conn {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        match stream.peer_addr() {
+            Ok(peer) if allow.allows(peer.ip()) => Some(Ok(stream)),
+            Ok(peer) => {
+                tracing::warn!(%peer, "connection refused: the peer is outside `allow`");
+                engine.connection_refused();
+                None
+            }
+            // Gone before we looked: nothing to serve.
+            Err(_) => None,
+        }
+    })
 }
 
 /// Proofs, job control and the token itself cross this listener: say loudly when it is

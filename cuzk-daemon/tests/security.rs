@@ -234,3 +234,43 @@ async fn bad_tls_or_token_files_stop_the_daemon_with_the_file_named() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// `allow` closes a TCP connection from outside its ranges before any request is read, and
+/// counts it; the 0600 Unix socket is local and not subject to it.
+#[tokio::test(flavor = "multi_thread")]
+async fn allow_closes_connections_from_outside_it() {
+    let d = Daemon::start(|dir| {
+        vec![
+            "--allow=192.0.2.0/24".to_string(),
+            format!("--unix-socket={}", dir.join("cuzk.sock").display()),
+        ]
+    })
+    .await;
+    // The test connects from 127.0.0.1, outside 192.0.2.0/24.
+    let e = refused(d.addr(), &ConnectOptions::default()).await;
+    assert!(!e.is_empty());
+    let unix = format!("unix:{}", d.dir.path().join("cuzk.sock").display());
+    let mut c = rpc::connect_with(&unix, &ConnectOptions::default())
+        .await
+        .unwrap();
+    let metrics = c
+        .get_metrics(pb::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text;
+    let refused_count = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("cuzk_connections_refused_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no refusal counter in\n{metrics}"));
+    assert!(refused_count >= 1.0, "{refused_count}");
+    // And loopback, once allowed, is served.
+    d.stop().await;
+    let d = Daemon::start(|_| vec!["--allow=127.0.0.0/8".to_string()]).await;
+    let mut c = rpc::connect_with(d.addr(), &ConnectOptions::default())
+        .await
+        .unwrap();
+    status(&mut c).await.unwrap();
+    d.stop().await;
+}
