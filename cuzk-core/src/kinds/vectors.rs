@@ -77,6 +77,22 @@ pub struct SectorInfo {
 }
 
 impl Manifest {
+    /// An empty manifest of `kind` for MINER_ID's sectors of `sector_size` sealed with `seal`.
+    pub(crate) fn for_sectors(
+        kind: ProofKind,
+        sector_size: u64,
+        seal: RegisteredSealProof,
+    ) -> Self {
+        Manifest {
+            kind: kind.as_str().to_string(),
+            sector_size,
+            seal_proof: seal_proof_abi(seal),
+            miner_id: MINER_ID,
+            prover_id: hex::encode(prover_id(MINER_ID)),
+            ..Manifest::default()
+        }
+    }
+
     pub fn read(path: &Path) -> Result<Manifest> {
         let bytes = fs::read(path).map_err(|e| io_err(path, e))?;
         serde_json::from_slice(&bytes).map_err(|e| {
@@ -267,14 +283,7 @@ pub fn generate(kind: ProofKind, sector_size: u64, out_dir: &Path) -> Result<Man
     let work = out_dir.join(format!("{}-work", kind.as_str()));
     let _ = fs::remove_dir_all(&work);
     let mut rng = rand::thread_rng();
-    let mut m = Manifest {
-        kind: kind.as_str().to_string(),
-        sector_size,
-        seal_proof: seal_proof_abi(seal),
-        miner_id: MINER_ID,
-        prover_id: hex::encode(prover_id(MINER_ID)),
-        ..Manifest::default()
-    };
+    let mut m = Manifest::for_sectors(kind, sector_size, seal);
     let name = kind.as_str();
     match kind {
         ProofKind::PorepSealCommit => {

@@ -23,7 +23,12 @@ pub use porep::{verify_c1, virtual_porep, VirtualPorep};
 pub use post::{virtual_post, VirtualPostSector};
 pub use sparse::{tree_arities, SparseTree};
 
-use super::prover_id::prover_id;
+/// 32 bytes as a field element the way Filecoin truncates hashes: the top two bits cleared.
+fn field_element<D: filecoin_hashers::Domain>(mut bytes: [u8; 32]) -> D {
+    bytes[31] &= 0b0011_1111;
+    D::try_from_bytes(&bytes).expect("a 254-bit value is a field element")
+}
+
 use super::registered::{self, post_proof_abi, seal_proof_abi};
 use super::vectors::{write_payload, Manifest, SectorInfo, MINER_ID};
 use crate::job::{Error, ProofKind, Result};
@@ -52,14 +57,7 @@ fn make(kind: ProofKind, sector_size: u64) -> Result<(Manifest, Vec<Payload>)> {
     })?;
     let mut payloads = Vec::new();
     let mut rng = rand::thread_rng();
-    let mut m = Manifest {
-        kind: kind.as_str().to_string(),
-        sector_size,
-        seal_proof: seal_proof_abi(seal),
-        miner_id: MINER_ID,
-        prover_id: hex::encode(prover_id(MINER_ID)),
-        ..Manifest::default()
-    };
+    let mut m = Manifest::for_sectors(kind, sector_size, seal);
     match kind {
         ProofKind::PorepSealCommit => {
             let sector_number = 1 + u64::from(rng.next_u32());

@@ -35,6 +35,7 @@ use storage_proofs_porep::stacked::{
     ReplicaColumnProof, StackedDrg, TOTAL_PARENTS,
 };
 
+use super::field_element;
 use super::sparse::{tree_arities, SparseTree};
 use crate::job::{Error, Result};
 use crate::kinds::params::porep_public_params;
@@ -398,10 +399,4 @@ impl<Tree: MerkleTreeTrait> Labels<Tree> {
         );
         label
     }
-}
-
-/// 32 bytes as a field element the way Filecoin truncates hashes: the top two bits cleared.
-fn field_element<D: Domain>(mut bytes: [u8; 32]) -> D {
-    bytes[31] &= 0b0011_1111;
-    D::try_from_bytes(&bytes).expect("a 254-bit value is a field element")
 }

@@ -18,6 +18,7 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_post::fallback::{self, FallbackPoSt, PublicSector};
 
+use super::field_element;
 use super::sparse::{tree_arities, SparseTree};
 use crate::job::{Error, Result};
 use crate::kinds::prover_id::prover_id;
@@ -113,9 +114,7 @@ fn sector_proofs<Tree: 'static + MerkleTreeTrait>(
                     .chain_update(what.to_le_bytes())
                     .chain_update(i.to_le_bytes())
                     .finalize();
-                let mut b: [u8; 32] = d.into();
-                b[31] &= 0b0011_1111;
-                TreeDomain::<Tree>::try_from_bytes(&b).expect("a 254-bit value")
+                field_element(d.into())
             };
             let tree_r = SparseTree::<Tree::Hasher>::new(
                 &arities,
