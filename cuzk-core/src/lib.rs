@@ -28,6 +28,7 @@ pub mod loading;
 pub mod matrices;
 pub mod matrix_synth;
 pub mod metrics;
+pub mod native_witness;
 pub mod packed;
 pub mod paramgen;
 pub mod pinned_pool;

@@ -173,7 +173,7 @@ pub fn synthesize_shaped_split<C, E>(
     key: &str,
     build: impl Fn() -> Result<C, E>,
     parts: usize,
-    build_part: impl Fn(usize) -> Result<C, E> + Sync,
+    witness_part: impl Fn(usize, WitnessCs) -> PieceResult<E> + Sync,
 ) -> Result<Synthesized, E>
 where
     C: Circuit<Scalar>,
@@ -181,7 +181,9 @@ where
 {
     match synthesis_path() {
         SynthesisPath::Full => Ok(synthesize_partition(build()?)?),
-        SynthesisPath::Matrices => synthesize_split(matrix_cache(), key, build, parts, build_part),
+        SynthesisPath::Matrices => {
+            synthesize_split(matrix_cache(), key, build, parts, witness_part)
+        }
     }
 }
 
@@ -239,8 +241,9 @@ where
 
 /// The matrices path for a circuit made of a shared prefix followed by independent sections
 /// (a PoRep partition: the commitments, then one section per challenge), with the witness
-/// synthesized in `parts` pieces in parallel. `build_part(j)` is a circuit of the same kind
-/// holding the prefix and the j-th run of sections, in order; each piece's prefix is
+/// synthesized in `parts` pieces in parallel. `witness_part(j, cs)` writes into `cs` the
+/// witness of the prefix and the j-th run of sections, in order (a circuit of the same kind
+/// holding just those, or a native generator of its witness); each piece's prefix is
 /// dropped but the first's. The prefix's length follows from the counts (each piece holds it
 /// once, the whole circuit once), every piece's prefix must equal the first's, and the
 /// joined witness must satisfy the matrices, else the whole circuit is synthesized as one.
@@ -250,7 +253,7 @@ pub fn synthesize_split<C, E>(
     key: &str,
     build: impl Fn() -> Result<C, E>,
     parts: usize,
-    build_part: impl Fn(usize) -> Result<C, E> + Sync,
+    witness_part: impl Fn(usize, WitnessCs) -> PieceResult<E> + Sync,
 ) -> Result<Synthesized, E>
 where
     C: Circuit<Scalar>,
@@ -268,7 +271,7 @@ where
             // Each piece gets room for the whole assignment: only what it writes is ever
             // touched, and the first piece, which the others join, never reallocates.
             let cs = WitnessCs::with_capacity(m.num_inputs, m.num_aux);
-            Ok(synthesize_witness(build_part(j)?, cs))
+            witness_part(j, cs)
         })
         .collect::<Result<_, E>>()?;
     let joined = pieces
@@ -281,6 +284,10 @@ where
         Err(why) => fall_back(cache, key, &why, &build),
     }
 }
+
+/// A piece of a split witness: the outer error is the caller's (building the piece), the
+/// inner one synthesis's.
+pub type PieceResult<E> = Result<Result<WitnessCs, SynthesisError>, E>;
 
 /// One witness from pieces that each repeat the prefix; see `synthesize_split`.
 fn join_pieces(m: &Matrices, pieces: Vec<WitnessCs>) -> Result<WitnessCs, String> {
@@ -450,7 +457,13 @@ mod tests {
         let cache = MatrixCache::new();
         let full = synthesize_partition(whole()).unwrap();
         // The first call records; the split applies from the second on.
-        let recorded = synthesize_split(&cache, "s", || R::Ok(whole()), 3, |j| Ok(part(j, 3)));
+        let recorded = synthesize_split(
+            &cache,
+            "s",
+            || R::Ok(whole()),
+            3,
+            |j, cs| Ok(synthesize_witness(part(j, 3), cs)),
+        );
         assert_eq!(full.first_difference(&recorded.unwrap()), None);
         for parts in [2, 3, 7] {
             let before = cache.fallbacks();
@@ -459,7 +472,7 @@ mod tests {
                 "s",
                 || R::Ok(whole()),
                 parts,
-                |j| Ok(part(j, parts)),
+                |j, cs| Ok(synthesize_witness(part(j, parts), cs)),
             )
             .unwrap();
             assert_eq!(full.first_difference(&s), None, "{parts} parts");
@@ -472,7 +485,14 @@ mod tests {
     fn pieces_that_do_not_fit_fall_back_to_full_synthesis() {
         let cache = MatrixCache::new();
         let full = synthesize_partition(whole()).unwrap();
-        synthesize_split(&cache, "s", || R::Ok(whole()), 2, |j| Ok(part(j, 2))).unwrap();
+        synthesize_split(
+            &cache,
+            "s",
+            || R::Ok(whole()),
+            2,
+            |j, cs| Ok(synthesize_witness(part(j, 2), cs)),
+        )
+        .unwrap();
         // A piece with another x: same counts, but its prefix differs.
         let before = cache.fallbacks();
         let s = synthesize_split(
@@ -480,11 +500,12 @@ mod tests {
             "s",
             || R::Ok(whole()),
             2,
-            |j| {
-                Ok(Sections {
+            |j, cs| {
+                let piece = Sections {
                     x: 5 + j as u64,
                     ..part(j, 2)
-                })
+                };
+                Ok(synthesize_witness(piece, cs))
             },
         )
         .unwrap();

@@ -130,11 +130,14 @@ pub fn prove_with_key_between(
             let from = backend
                 .h_polynomial_from_matrices(m, &input, &aux)
                 .inspect_err(|e| {
-                    if matches!(e, BackendError::Unsatisfied { .. }) {
-                        // Whatever the cause, these matrices are not to be trusted with this
-                        // shape again: the partition's retry (and every later one) records
-                        // afresh, which checks its own witness and falls back to full
-                        // synthesis if that fails too.
+                    // A native witness is suspected first: the retry takes the general
+                    // path. Else these matrices are not to be trusted with this shape
+                    // again: the partition's retry (and every later one) records afresh,
+                    // which checks its own witness and falls back to full synthesis if that
+                    // fails too.
+                    if matches!(e, BackendError::Unsatisfied { .. })
+                        && !crate::native_witness::blame(&m.key)
+                    {
                         crate::synth::matrix_cache().evict(&m.key);
                     }
                 })?;

@@ -18,7 +18,7 @@ use crate::matrices::Matrices;
 pub use crate::matrix_synth::{
     defers_abc, last_timings, matrices_fallbacks, matrix_cache, set_synthesis_path, synthesis_path,
     synthesize_cached, synthesize_shaped, synthesize_shaped_split, synthesize_split, with_options,
-    PathTimings, SynthesisOptions, SynthesisPath,
+    PathTimings, PieceResult, SynthesisOptions, SynthesisPath,
 };
 use crate::packed::PackedScalars;
 

@@ -8,6 +8,8 @@ use blstrs::Scalar;
 use crate::job::{ProofKind, Result};
 use crate::srs::{SrsCache, SrsEntry};
 use crate::synth::Synthesized;
+use crate::witness::WitnessCs;
+use bellpepper_core::SynthesisError;
 
 /// Call `$f::<Tree>(args)` with the merkle tree shape of a published sector size (the
 /// generic parameter every proof crate type carries), or fail naming `sector_size`.
@@ -126,22 +128,22 @@ where
 }
 
 /// `synthesize_guarded` for a circuit whose witness can be synthesized in `parts` pieces
-/// (`synth::synthesize_split`): `build_part(j)` builds the j-th.
+/// (`synth::synthesize_split`): `witness_part(j, cs)` writes the j-th into `cs`.
 pub(crate) fn synthesize_guarded_split<C>(
     kind: ProofKind,
     index: usize,
     shape: &str,
     build: impl Fn() -> anyhow::Result<C>,
     parts: usize,
-    build_part: impl Fn(usize) -> anyhow::Result<C> + Sync,
+    witness_part: impl Fn(usize, WitnessCs) -> anyhow::Result<Result<WitnessCs, SynthesisError>> + Sync,
 ) -> Result<Synthesized>
 where
     C: bellpepper_core::Circuit<Scalar>,
 {
     let build = || build().map_err(|e| build_error(kind, index, e));
-    let build_part = |j| build_part(j).map_err(|e| build_error(kind, index, e));
+    let witness_part = |j, cs| witness_part(j, cs).map_err(|e| build_error(kind, index, e));
     guarded(kind, index, || {
-        crate::synth::synthesize_shaped_split(shape, build, parts, build_part)
+        crate::synth::synthesize_shaped_split(shape, build, parts, witness_part)
     })
 }
 

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
+use anyhow::Context;
 use base64::Engine;
+use bellpepper_core::SynthesisError;
 use blstrs::Scalar;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{as_safe_commitment, DefaultPieceDomain, DefaultPieceHasher, PoRepConfig};
@@ -21,8 +23,10 @@ use super::registered::{seal_proof, seal_proof_abi};
 use super::request::KindRequest;
 use super::{synthesize_guarded_split, ProofTask};
 use crate::job::{Error, ProofKind, Result};
+use crate::native_witness::porep as native;
 use crate::srs::{SrsCache, SrsEntry};
 use crate::synth::Synthesized;
+use crate::witness::{synthesize_witness, WitnessCs};
 
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 type PubInputs<Tree> = stacked::PublicInputs<TreeDomain<Tree>, DefaultPieceDomain>;
@@ -134,6 +138,14 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait>(
     registered: RegisteredSealProof,
     c1: SealCommitPhase1Output,
 ) -> Result<Arc<dyn ProofTask>> {
+    Ok(Arc::new(task::<Tree>(req, registered, c1)?))
+}
+
+fn task<Tree: 'static + MerkleTreeTrait>(
+    req: &KindRequest,
+    registered: RegisteredSealProof,
+    c1: SealCommitPhase1Output,
+) -> Result<PorepTask<Tree>> {
     let bad = |reason: String| Error::invalid("vanilla_proof", reason);
     let config = registered.as_v1_config();
     let vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> = c1
@@ -220,7 +232,7 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait>(
         k: None,
         seed: Some(c1.seed),
     };
-    Ok(Arc::new(PorepTask::<Tree> {
+    Ok(PorepTask::<Tree> {
         registered,
         config,
         params: params::seal_set(registered)?,
@@ -233,7 +245,7 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait>(
         seed: c1.seed,
         prover_id: prover,
         sector_id: SectorId::from(req.sector_number),
-    }))
+    })
 }
 
 /// One PoRep commit-phase-2 job.
@@ -283,6 +295,28 @@ impl<Tree: 'static + MerkleTreeTrait> PorepTask<Tree> {
             Some(index),
         )
     }
+
+    /// The witness of the commitments and the challenges `run` of `partition` (one of this
+    /// task's), computed natively (`native_witness::porep`).
+    fn native_witness(
+        &self,
+        partition: &[stacked::Proof<Tree, DefaultPieceHasher>],
+        run: &[stacked::Proof<Tree, DefaultPieceHasher>],
+        mut cs: WitnessCs,
+    ) -> anyhow::Result<std::result::Result<WitnessCs, SynthesisError>> {
+        let tau = self.pub_inputs.tau.as_ref().context("no tau")?;
+        let c = native::Commitments::new(
+            self.pub_inputs.replica_id.into(),
+            tau.comm_d.into(),
+            tau.comm_r.into(),
+            partition,
+        )?;
+        let challenges = run
+            .iter()
+            .map(native::Challenge::new)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(native::synthesize::<Tree>(&mut cs, &c, &challenges).map(|()| cs))
+    }
 }
 
 impl<Tree: 'static + MerkleTreeTrait> ProofTask for PorepTask<Tree> {
@@ -313,16 +347,23 @@ impl<Tree: 'static + MerkleTreeTrait> ProofTask for PorepTask<Tree> {
         // The circuit allocates the commitments, then proves each challenge on its own: its
         // witness can be synthesized a run of challenges per thread.
         let parts = proofs.len().min(rayon::current_num_threads());
-        // (`circuit` takes a Vec and clones it again; the copy is small beside synthesis.)
-        let run =
-            |j: usize| proofs[j * proofs.len() / parts..(j + 1) * proofs.len() / parts].to_vec();
+        let run = |j: usize| &proofs[j * proofs.len() / parts..(j + 1) * proofs.len() / parts];
+        let shape = &self.params.identifier;
+        let native = crate::native_witness::use_for(shape);
         synthesize_guarded_split(
             self.kind(),
             index,
-            &self.params.identifier,
+            shape,
             || circuit(proofs),
             parts,
-            |j| circuit(&run(j)),
+            |j, cs| {
+                if !native {
+                    // (`circuit` takes a Vec and clones it again; the copy is small beside
+                    // synthesis.)
+                    return Ok(synthesize_witness(circuit(&run(j).to_vec())?, cs));
+                }
+                self.native_witness(proofs, run(j), cs)
+            },
         )
     }
 
@@ -353,5 +394,57 @@ impl<Tree: 'static + MerkleTreeTrait> ProofTask for PorepTask<Tree> {
             return Err(Error::Verification("verify_seal rejected the proof".into()));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinds::{registered, virtual_sector};
+
+    /// The native witness of `challenges` challenges of partition 0 of a virtual sector, and
+    /// of its whole partitions where `challenges` is None, equals the stock circuit's in
+    /// every input, every aux value and the constraint count.
+    fn native_equals_stock<Tree: 'static + MerkleTreeTrait>(size: u64, challenges: Option<usize>) {
+        let req = virtual_sector::request(ProofKind::PorepSealCommit, size).unwrap();
+        let (_, _, c1) = decode_envelope(&req.vanilla_proof).unwrap();
+        let t = task::<Tree>(&req, c1.registered_proof, c1).unwrap();
+        let partitions = if challenges.is_some() {
+            1
+        } else {
+            t.partitions()
+        };
+        for index in 0..partitions {
+            let proofs = t.partition(index).unwrap();
+            let run = &proofs[..challenges.unwrap_or(proofs.len())];
+            let circuit = t.circuit(index, &run.to_vec()).unwrap();
+            let stock = synthesize_witness(circuit, WitnessCs::with_one()).unwrap();
+            let native = t
+                .native_witness(proofs, run, WitnessCs::with_one())
+                .unwrap()
+                .unwrap();
+            assert_eq!(native.input, stock.input, "partition {index}: inputs");
+            assert_eq!(native.aux.len(), stock.aux.len(), "partition {index}");
+            let first = native.aux.iter().zip(&stock.aux).position(|(a, b)| a != b);
+            assert_eq!(first, None, "partition {index}: first aux that differs");
+            assert_eq!(native.constraints, stock.constraints, "partition {index}");
+        }
+    }
+
+    #[test]
+    fn native_witness_equals_the_stock_circuits_at_2kib() {
+        native_equals_stock::<filecoin_proofs::SectorShapeBase>(
+            registered::SECTOR_SIZE_2_KIB,
+            None,
+        );
+    }
+
+    /// Two of the 18 challenges of a 32 GiB partition: ~14M variables, seconds.
+    #[test]
+    fn native_witness_equals_the_stock_circuits_at_32gib() {
+        native_equals_stock::<filecoin_proofs::SectorShape32GiB>(
+            registered::SECTOR_SIZE_32_GIB,
+            Some(2),
+        );
     }
 }
