@@ -5,14 +5,16 @@
 # the virtual sectors, generates the real circuit's parameters (44 GiB) and proves, in one
 # call; `prove` only proves, for a second call on the same warm machine.
 #
-#   scripts/device-32g.sh all     # sectors + PoRep parameters + PoRep C2 at J=1
+#   scripts/device-32g.sh all     # sectors + PoRep and WinningPoSt parameters, the witness
+#                                 # (stock vs native), PoRep C2 at J=1 and J=2
 #   scripts/device-32g.sh j2      # PoRep C2 at J=2 (after `all`, on the same warm machine)
+#   scripts/device-32g.sh j3      # PoRep C2 at J=3
 #   scripts/device-32g.sh winning # PoRep sector and parameters (if missing), WinningPoSt's;
 #                                 # WinningPoSt alone and under a PoRep load of 2 in flight
 #   scripts/device-32g.sh window  # the PoRep set removed (disk), WindowPoSt: a full
 #                                 # partition of 2,349 virtual sectors, parameters, one proof
 set -uo pipefail
-phase=${1:?phase: all | j2 | winning | window}
+phase=${1:?phase: all | j2 | j3 | winning | window}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
 W=/root/cuzk-work
@@ -65,22 +67,29 @@ all)
     step gen_vanilla 120 "$B/cuzk-client" gen-vanilla porep --sector-size 32GiB --out "$W/vec32" ||
         { cat "$OUT/gen_vanilla.log"; exit 1; }
     step params 420 /usr/bin/time -v "$B/cuzk-client" params generate --sector-size 32GiB \
-        --kinds porep --dir "$P" || { tail -30 "$OUT/params.log"; exit 1; }
+        --kinds porep,winning --dir "$P" || { tail -30 "$OUT/params.log"; exit 1; }
     grep -h -E "recorded|generated|Maximum resident|Elapsed" "$OUT/params.log"
     ls -la "$P" | tee "$OUT/params-dir.txt"
     df -h "$P" | tail -1
-    bench porep_j1 240 -c 1 -j 1 --warmup 0
+    # The witness alone: the stock circuit's gadgets against the native generator.
+    step witness 120 "$B/witness_compare" --sector-size 32GiB --partitions 2 --runs 2
+    cat "$OUT/witness.log"
+    bench porep_j1 180 -c 1 -j 1 --warmup 0
+    bench porep_j2 200 -c 4 -j 2 --warmup 0
     ;;
 j2)
     bench porep_j2 560 -c 3 -j 2 --warmup 0
+    ;;
+j3)
+    bench porep_j3 300 -c 6 -j 3 --warmup 0
     ;;
 winning)
     [[ -s $W/vec32/porep.json ]] || step gen_vanilla 120 "$B/cuzk-client" gen-vanilla porep \
         --sector-size 32GiB --out "$W/vec32"
     step gen_winning 60 "$B/cuzk-client" gen-vanilla winning --sector-size 32GiB --out "$W/vec32"
-    step params 420 /usr/bin/time -v "$B/cuzk-client" params generate --sector-size 32GiB \
-        --kinds porep,winning --dir "$P" || { tail -30 "$OUT/params.log"; exit 1; }
-    grep -h -E "generated|Maximum resident|Elapsed" "$OUT/params.log"
+    ls "$P"/*winning* >/dev/null 2>&1 || step params 420 /usr/bin/time -v "$B/cuzk-client" \
+        params generate --sector-size 32GiB --kinds porep,winning --dir "$P" ||
+        { tail -30 "$OUT/params.log"; exit 1; }
     step probe 330 "$B/cuzk-client" bench --spawn --load porep:2 --probe winning:8 \
         --probe-gap-ms 10000 --manifest-dir "$W/vec32" --log "$OUT/probe-daemon.log" \
         --daemon-arg=--backend=cuda --daemon-arg=--param-dir="$P"

@@ -265,12 +265,19 @@ where
     };
     LAST.with(|l| l.set(None));
     let t = Instant::now();
+    let packed = options().defer_abc;
     let pieces: Vec<Result<WitnessCs, SynthesisError>> = (0..parts)
         .into_par_iter()
         .map(|j| {
             // Each piece gets room for the whole assignment: only what it writes is ever
-            // touched, and the first piece, which the others join, never reallocates.
-            let cs = WitnessCs::with_capacity(m.num_inputs, m.num_aux);
+            // touched, and the first piece, which the others join, never reallocates. For a
+            // device that unpacks it, the aux is written packed (this thread's option: the
+            // pieces run on the pool's).
+            let cs = if packed {
+                WitnessCs::packed(m.num_inputs, m.num_aux)
+            } else {
+                WitnessCs::with_capacity(m.num_inputs, m.num_aux)
+            };
             witness_part(j, cs)
         })
         .collect::<Result<_, E>>()?;
@@ -304,7 +311,7 @@ fn join_pieces(m: &Matrices, pieces: Vec<WitnessCs>) -> Result<WitnessCs, String
     };
     let circuit_rows = m.num_constraints() - m.num_inputs;
     let p_in = prefix(sum(&|w| w.input.len() - 1), m.num_inputs - 1)?;
-    let p_aux = prefix(sum(&|w| w.aux.len()), m.num_aux)?;
+    let p_aux = prefix(sum(&|w| w.aux_len()), m.num_aux)?;
     let p_rows = prefix(sum(&|w| w.constraints), circuit_rows)?;
     let mut pieces = pieces.into_iter();
     let mut whole = pieces.next().expect("at least two pieces");
@@ -313,14 +320,18 @@ fn join_pieces(m: &Matrices, pieces: Vec<WitnessCs>) -> Result<WitnessCs, String
     for w in pieces {
         let (pi, pa) = (1 + p_in, p_aux);
         if w.input.len() < pi
-            || w.aux.len() < pa
+            || w.aux_len() < pa
             || w.input[..pi] != whole.input[..pi]
-            || w.aux[..pa] != whole.aux[..pa]
+            || (0..pa).any(|i| w.aux_at(i) != whole.aux_at(i))
         {
             return Err("the pieces' prefixes differ".into());
         }
         whole.input.extend_from_slice(&w.input[pi..]);
-        whole.aux.extend_from_slice(&w.aux[pa..]);
+        match (&mut whole.packed, &w.packed) {
+            (Some(p), Some(o)) => p.extend_from(o, pa),
+            (None, None) => whole.aux.extend_from_slice(&w.aux[pa..]),
+            _ => return Err("packed and plain pieces".into()),
+        }
         whole.constraints += w.constraints - p_rows;
     }
     Ok(whole)
@@ -331,20 +342,20 @@ fn join_pieces(m: &Matrices, pieces: Vec<WitnessCs>) -> Result<WitnessCs, String
 /// matrices are checked here against the witness they were recorded with).
 fn from_witness(
     m: &Arc<Matrices>,
-    w: WitnessCs,
+    mut w: WitnessCs,
     start: Instant,
     recorded: bool,
     parts: usize,
 ) -> Result<Synthesized, String> {
     let witness = start.elapsed();
     if w.input.len() != m.num_inputs
-        || w.aux.len() != m.num_aux
+        || w.aux_len() != m.num_aux
         || w.constraints + w.input.len() != m.num_constraints()
     {
         return Err(format!(
             "the circuit has {} inputs, {} aux, {} constraints; the matrices {}, {}, {}",
             w.input.len(),
-            w.aux.len(),
+            w.aux_len(),
             w.constraints + w.input.len(),
             m.num_inputs,
             m.num_aux,
@@ -360,9 +371,17 @@ fn from_witness(
                 parts,
             }))
         });
-        return Ok(Synthesized::witness_only(m.clone(), w.input, w.aux));
+        let mut s = Synthesized::witness_only(m.clone(), Vec::new(), Vec::new());
+        s.input = w.input;
+        match w.packed {
+            Some(p) => s.packed_aux = Some(p),
+            None => s.aux = w.aux,
+        }
+        return Ok(s);
     }
-    let e = evaluate(m, &w.input, &w.aux);
+    let input = std::mem::take(&mut w.input);
+    let aux = w.into_plain_aux();
+    let e = evaluate(m, &input, &aux);
     if e.unsatisfied != 0 {
         return Err(format!(
             "{} of {} constraints unsatisfied",
@@ -382,8 +401,8 @@ fn from_witness(
         a: e.a,
         b: e.b,
         c: e.c,
-        input: w.input,
-        aux: w.aux,
+        input,
+        aux,
         a_aux_density: m.a_aux_density.clone(),
         b_input_density: m.b_input_density.clone(),
         b_aux_density: m.b_aux_density.clone(),
@@ -465,18 +484,27 @@ mod tests {
             |j, cs| Ok(synthesize_witness(part(j, 3), cs)),
         );
         assert_eq!(full.first_difference(&recorded.unwrap()), None);
-        for parts in [2, 3, 7] {
+        for (parts, defer_abc) in [(2, false), (3, false), (7, false), (2, true), (7, true)] {
             let before = cache.fallbacks();
-            let s = synthesize_split(
-                &cache,
-                "s",
-                || R::Ok(whole()),
-                parts,
-                |j, cs| Ok(synthesize_witness(part(j, parts), cs)),
-            )
+            let options = SynthesisOptions {
+                path: None,
+                defer_abc,
+            };
+            let mut s = with_options(options, || {
+                synthesize_split(
+                    &cache,
+                    "s",
+                    || R::Ok(whole()),
+                    parts,
+                    |j, cs| Ok(synthesize_witness(part(j, parts), cs)),
+                )
+            })
             .unwrap();
-            assert_eq!(full.first_difference(&s), None, "{parts} parts");
             assert_eq!(last_timings().map(|t| t.parts), Some(parts));
+            // Left to the device, the witness is packed as it is written.
+            assert_eq!(s.packed_aux.is_some(), defer_abc);
+            s.evaluate_deferred().unwrap();
+            assert_eq!(full.first_difference(&s), None, "{parts} parts");
             assert_eq!(cache.fallbacks(), before);
         }
     }

@@ -128,6 +128,97 @@ impl PackedScalars {
         Some(packed)
     }
 
+    /// An empty vector with room for `n` elements, to be filled by [`PackedScalars::push`]
+    /// (a witness written packed as it is synthesized).
+    pub fn with_capacity(n: usize) -> Self {
+        PackedScalars {
+            words: Vec::with_capacity(n.div_ceil(64)),
+            // A Filecoin witness is ~1.5% wide; room for 1/32 of it up front.
+            wide: Vec::with_capacity(n / 32),
+            ..PackedScalars::default()
+        }
+    }
+
+    /// Appends `x`.
+    #[inline]
+    pub fn push(&mut self, x: &Scalar) {
+        let i = self.len % 64;
+        if i == 0 {
+            self.words.push(PackedWord {
+                wide_rank: self.wide.len() as u64,
+                ..PackedWord::default()
+            });
+        }
+        let w = self.words.last_mut().expect("a word for every element");
+        // Compared as limbs: Scalar's own equality is constant-time, slower.
+        let limbs = &as_limbs(std::slice::from_ref(x))[0];
+        if *limbs == as_limbs(&[Scalar::ONE])[0] {
+            w.one |= 1 << i;
+        } else if *limbs != [0; 4] {
+            w.wide |= 1 << i;
+            self.wide.push(*x);
+        }
+        self.len += 1;
+    }
+
+    /// Element `i`.
+    pub fn get(&self, i: usize) -> Scalar {
+        let w = &self.words()[i / 64];
+        let bit = 1u64 << (i % 64);
+        if w.wide & bit != 0 {
+            self.wide()[w.wide_rank as usize + (w.wide & (bit - 1)).count_ones() as usize]
+        } else if w.one & bit != 0 {
+            Scalar::ONE
+        } else {
+            Scalar::ZERO
+        }
+    }
+
+    /// Appends `src`'s elements from `skip` on, a word at a time where `src` allows.
+    pub fn extend_from(&mut self, src: &PackedScalars, skip: usize) {
+        let mut i = skip.min(src.len);
+        while i < src.len && i % 64 != 0 {
+            self.push(&src.get(i));
+            i += 1;
+        }
+        let (words, wide) = (src.words(), src.wide());
+        if i < src.len {
+            self.wide
+                .extend_from_slice(&wide[words[i / 64].wide_rank as usize..]);
+        }
+        let shift = self.len % 64;
+        while i < src.len {
+            let (w, n) = (&words[i / 64], (src.len - i).min(64));
+            if shift == 0 {
+                let wide_rank = self
+                    .words
+                    .last()
+                    .map_or(0, |l| l.wide_rank + l.wide.count_ones() as u64);
+                self.words.push(PackedWord {
+                    wide: w.wide,
+                    one: w.one,
+                    wide_rank,
+                    ..PackedWord::default()
+                });
+            } else {
+                let last = self.words.last_mut().expect("a partial word");
+                last.wide |= w.wide << shift;
+                last.one |= w.one << shift;
+                if shift + n > 64 {
+                    let wide_rank = last.wide_rank + last.wide.count_ones() as u64;
+                    self.words.push(PackedWord {
+                        wide: w.wide >> (64 - shift),
+                        one: w.one >> (64 - shift),
+                        wide_rank,
+                        ..PackedWord::default()
+                    });
+                }
+            }
+            self.len += n;
+            i += n;
+        }
+    }
+
     /// The plain vector again (a backend without its own unpacking: the CPU's).
     pub fn unpack(&self) -> Vec<Scalar> {
         let mut out = crate::hugevec::zeroed(self.len);
@@ -278,6 +369,33 @@ mod tests {
                 before += w.wide.count_ones() as u64;
             }
             assert_eq!(before as usize, p.wide().len());
+        }
+    }
+
+    /// Pushed one by one, or appended from other vectors at any offset and skip, the result
+    /// is what `pack` makes of the plain vector.
+    #[test]
+    fn pushed_and_appended_equal_packed() {
+        let v = witness(1000, 3);
+        let mut pushed = PackedScalars::with_capacity(0);
+        v.iter().for_each(|x| pushed.push(x));
+        assert_eq!(pushed, PackedScalars::pack(&v).unwrap());
+        assert!((0..v.len()).all(|i| pushed.get(i) == v[i]));
+        for head in [0, 1, 63, 64, 65, 130] {
+            for skip in [0, 1, 5, 63, 64, 65, 200, 999, 1000] {
+                let mut joined = PackedScalars::with_capacity(0);
+                v[..head].iter().for_each(|x| joined.push(x));
+                joined.extend_from(&pushed, skip);
+                let mut want = v[..head].to_vec();
+                want.extend_from_slice(&v[skip..]);
+                assert_eq!(joined.unpack(), want, "head {head} skip {skip}");
+                let mut ranks = 0;
+                for w in joined.words() {
+                    assert_eq!(w.wide_rank, ranks, "head {head} skip {skip}");
+                    ranks += w.wide.count_ones() as u64;
+                }
+                assert_eq!(ranks as usize, joined.wide().len());
+            }
         }
     }
 

@@ -6,10 +6,16 @@
 //! Allocation follows `Synthesized` (and bellperson's `ProvingAssignment`) call for call:
 //! input 0 is the constant one, `extend` drops the other system's own one, so the
 //! assignments index exactly as the recorded matrices' columns do.
+//!
+//! For a device that unpacks the aux assignment itself, it is written packed as it is
+//! allocated (`WitnessCs::packed`): a 32 GiB PoRep partition's 130M values, 98.7% of them
+//! bits, take ~120 MB instead of 4.2 GB, and the memory is never touched twice.
 
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
+
+use crate::packed::PackedScalars;
 
 /// The assignments of one circuit, and how many constraints it enforced (to check the
 /// circuit against the matrices it is about to be evaluated with).
@@ -17,7 +23,10 @@ use ff::Field;
 pub struct WitnessCs {
     /// Public inputs; `input[0]` is the constant one.
     pub input: Vec<Scalar>,
+    /// The aux assignment, unless it is written packed.
     pub aux: Vec<Scalar>,
+    /// The aux assignment, written packed (`WitnessCs::packed`; `aux` stays empty).
+    pub packed: Option<PackedScalars>,
     /// Constraints enforced by the circuit (without the prover's input constraints).
     pub constraints: usize,
 }
@@ -39,7 +48,35 @@ impl WitnessCs {
         WitnessCs {
             input,
             aux: Vec::with_capacity(aux),
-            constraints: 0,
+            ..WitnessCs::default()
+        }
+    }
+
+    /// `with_capacity`, the aux assignment written packed.
+    pub fn packed(inputs: usize, aux: usize) -> Self {
+        WitnessCs {
+            packed: Some(PackedScalars::with_capacity(aux)),
+            ..WitnessCs::with_capacity(inputs, 0)
+        }
+    }
+
+    /// Aux variables allocated.
+    pub fn aux_len(&self) -> usize {
+        self.packed.as_ref().map_or(self.aux.len(), |p| p.len())
+    }
+
+    /// Aux variable `i`.
+    pub fn aux_at(&self, i: usize) -> Scalar {
+        self.packed
+            .as_ref()
+            .map_or_else(|| self.aux[i], |p| p.get(i))
+    }
+
+    /// The aux assignment as a plain vector.
+    pub fn into_plain_aux(self) -> Vec<Scalar> {
+        match self.packed {
+            Some(p) => p.unpack(),
+            None => self.aux,
         }
     }
 }
@@ -68,8 +105,12 @@ impl ConstraintSystem<Scalar> for WitnessCs {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.aux.push(f()?);
-        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+        let x = f()?;
+        match &mut self.packed {
+            Some(p) => p.push(&x),
+            None => self.aux.push(x),
+        }
+        Ok(Variable::new_unchecked(Index::Aux(self.aux_len() - 1)))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -115,7 +156,12 @@ impl ConstraintSystem<Scalar> for WitnessCs {
 
     fn extend(&mut self, other: &Self) {
         self.input.extend_from_slice(&other.input[1..]);
-        self.aux.extend_from_slice(&other.aux);
+        match (&mut self.packed, &other.packed) {
+            (None, None) => self.aux.extend_from_slice(&other.aux),
+            (Some(p), Some(o)) => p.extend_from(o, 0),
+            (Some(p), None) => other.aux.iter().for_each(|x| p.push(x)),
+            (None, Some(o)) => self.aux.extend(o.unpack()),
+        }
         self.constraints += other.constraints;
     }
 }
@@ -137,6 +183,21 @@ mod tests {
             // Full synthesis adds one constraint per input.
             assert_eq!(w.constraints + w.input.len(), full.num_constraints());
         }
+    }
+
+    #[test]
+    fn packed_assignments_equal_plain() {
+        let plain = synthesize_witness(SyntheticCircuit::new(9, 7), WitnessCs::with_one()).unwrap();
+        let packed =
+            synthesize_witness(SyntheticCircuit::new(9, 7), WitnessCs::packed(1, 0)).unwrap();
+        assert!(packed.aux.is_empty());
+        assert_eq!(packed.aux_len(), plain.aux.len());
+        assert_eq!(packed.aux_at(5), plain.aux[5]);
+        assert_eq!(
+            (&packed.input, packed.constraints),
+            (&plain.input, plain.constraints)
+        );
+        assert_eq!(packed.into_plain_aux(), plain.aux);
     }
 
     #[test]

@@ -87,6 +87,29 @@ pub trait ProofTask: Send + Sync {
             format!("{}: recording its circuit is not supported", self.kind()),
         ))
     }
+
+    /// Kinds whose witness has a native generator (`crate::native_witness`) expose both of
+    /// their witness paths here, for benches and tests to compare.
+    fn witness_paths(&self) -> Option<&dyn WitnessPaths> {
+        None
+    }
+}
+
+/// A partition's witness is its prefix (the commitments) and independent sections (the
+/// challenges); synthesis splits it into runs of sections over the worker threads.
+pub trait WitnessPaths: Sync {
+    /// Sections of partition `index`.
+    fn sections(&self, index: usize) -> usize;
+
+    /// The witness of the prefix and sections `run` of partition `index`, into `cs`: by the
+    /// stock circuit, or by the native generator.
+    fn witness(
+        &self,
+        index: usize,
+        run: std::ops::Range<usize>,
+        native: bool,
+        cs: WitnessCs,
+    ) -> Result<WitnessCs>;
 }
 
 /// Validate a request and build its task. Every check on client input happens here, before

@@ -367,6 +367,10 @@ impl<Tree: 'static + MerkleTreeTrait> ProofTask for PorepTask<Tree> {
         )
     }
 
+    fn witness_paths(&self) -> Option<&dyn super::WitnessPaths> {
+        Some(self)
+    }
+
     /// From the public inputs alone (replica id derived from miner, sector, ticket and comm_d;
     /// challenges from the seed), never from the witness.
     fn public_inputs(&self, index: usize, _synthesized: &[Scalar]) -> Result<Vec<Scalar>> {
@@ -397,10 +401,40 @@ impl<Tree: 'static + MerkleTreeTrait> ProofTask for PorepTask<Tree> {
     }
 }
 
+impl<Tree: 'static + MerkleTreeTrait> super::WitnessPaths for PorepTask<Tree> {
+    fn sections(&self, index: usize) -> usize {
+        self.vanilla.get(index).map_or(0, Vec::len)
+    }
+
+    fn witness(
+        &self,
+        index: usize,
+        run: std::ops::Range<usize>,
+        native: bool,
+        cs: WitnessCs,
+    ) -> Result<WitnessCs> {
+        let proofs = self.partition(index)?;
+        let part = proofs
+            .get(run.clone())
+            .ok_or_else(|| Error::Internal(format!("challenges {run:?} of {}", proofs.len())))?;
+        let failed = |e: &dyn std::fmt::Display| {
+            Error::Verification(format!("porep partition {index} witness: {e}"))
+        };
+        let w = if native {
+            self.native_witness(proofs, part, cs)
+        } else {
+            self.circuit(index, &part.to_vec())
+                .map(|c| synthesize_witness(c, cs))
+        };
+        w.map_err(|e| failed(&format!("{e:#}")))?
+            .map_err(|e| failed(&e))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::{registered, virtual_sector};
+    use crate::kinds::{registered, virtual_sector, WitnessPaths};
 
     /// The native witness of `challenges` challenges of partition 0 of a virtual sector, and
     /// of its whole partitions where `challenges` is None, equals the stock circuit's in
@@ -415,14 +449,10 @@ mod tests {
             t.partitions()
         };
         for index in 0..partitions {
-            let proofs = t.partition(index).unwrap();
-            let run = &proofs[..challenges.unwrap_or(proofs.len())];
-            let circuit = t.circuit(index, &run.to_vec()).unwrap();
-            let stock = synthesize_witness(circuit, WitnessCs::with_one()).unwrap();
-            let native = t
-                .native_witness(proofs, run, WitnessCs::with_one())
-                .unwrap()
-                .unwrap();
+            let run = 0..challenges.unwrap_or(t.sections(index));
+            let stock = t.witness(index, run.clone(), false, WitnessCs::with_one());
+            let native = t.witness(index, run, true, WitnessCs::with_one());
+            let (stock, native) = (stock.unwrap(), native.unwrap());
             assert_eq!(native.input, stock.input, "partition {index}: inputs");
             assert_eq!(native.aux.len(), stock.aux.len(), "partition {index}");
             let first = native.aux.iter().zip(&stock.aux).position(|(a, b)| a != b);

@@ -74,6 +74,7 @@ pub fn record_matrices<C: Circuit<Scalar>>(
         WitnessCs {
             input,
             aux,
+            packed: None,
             constraints: circuit_constraints,
         },
     ))
