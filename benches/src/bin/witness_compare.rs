@@ -43,7 +43,8 @@ struct Timing {
 }
 
 /// One partition's witness by one path, its sections split over the threads. Each piece
-/// has room for `capacity` aux values, as the daemon's have for the whole partition's.
+/// has room for `capacity` aux values, as the daemon's have for the whole partition's, and
+/// is written packed, as the daemon writes it for a device that unpacks it.
 fn run(
     w: &dyn WitnessPaths,
     index: usize,
@@ -56,7 +57,7 @@ fn run(
     let pieces = (0..parts)
         .into_par_iter()
         .map(|j| {
-            let cs = WitnessCs::with_capacity(1, capacity);
+            let cs = WitnessCs::packed(1, capacity);
             let run = j * sections / parts..(j + 1) * sections / parts;
             w.witness(index, run, native, cs)
         })
@@ -94,19 +95,28 @@ fn main() {
         rayon::current_num_threads()
     );
     println!(
-        "{:>9} {:>12} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
-        "partition", "aux", "stock s", "stock cpu", "native s", "native cpu", "wall x", "cpu x"
+        "{:>9} {:>12} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "partition",
+        "aux",
+        "held MB",
+        "stock s",
+        "stock cpu",
+        "native s",
+        "native cpu",
+        "wall x",
+        "cpu x"
     );
     let mut differ = false;
     for index in 0..args.partitions.min(task.partitions()) {
         let mut times = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
         // The partition's size, from one native run (the daemon has it from the matrices).
         let all = paths.sections(index);
-        let aux = paths
-            .witness(index, 0..all, true, WitnessCs::with_one())
-            .expect("witness")
-            .aux
-            .len();
+        let whole = paths
+            .witness(index, 0..all, true, WitnessCs::packed(1, 0))
+            .expect("witness");
+        let aux = whole.aux_len();
+        // The packed assignment's bytes: what a partition holds from synthesis to its step.
+        let held = whole.packed.as_ref().map_or(0, |p| p.host_bytes()) as f64 / 1e6;
         for _ in 0..args.runs.max(1) {
             let (native, tn) = run(paths, index, true, aux);
             let (stock, ts) = if args.native_only {
@@ -128,7 +138,7 @@ fn main() {
         }
         let [(sw, sc), (nw, nc)] = times.map(|(w, c)| (median(w), median(c)));
         println!(
-            "{index:>9} {aux:>12} {:>10.3} {:>10.2} {:>10.3} {:>10.2} {:>9.1} {:>9.1}",
+            "{index:>9} {aux:>12} {held:>8.0} {:>10.3} {:>10.2} {:>10.3} {:>10.2} {:>9.1} {:>9.1}",
             sw.as_secs_f64(),
             sc.as_secs_f64(),
             nw.as_secs_f64(),

@@ -5,8 +5,9 @@
 //! every round through a closure, an `Option<bool>` and eagerly built linear combinations,
 //! ~35 core-seconds of witness per partition, against ~1.3 s of device work. Here the
 //! SHA-256 compressions run on native words and their bits are pushed straight into the
-//! witness, in the order and with the values the gadget gives them (`sha256`); the rest of
-//! a circuit (Poseidon, bit decompositions, Merkle insertion) still runs through the proof
+//! witness, in the order and with the values the gadget gives them (`sha256`); Poseidon's
+//! rounds run on field elements instead of linear combinations (`poseidon`); the rest of a
+//! circuit (bit decompositions, Merkle insertion, packing) still runs through the proof
 //! crates' own gadgets, in the same order as the stock circuit (`porep`).
 //!
 //! The general witness path (`crate::witness`) stays the reference: tests assert equal
@@ -14,6 +15,7 @@
 //! native path off for that shape (`disable`), so the retry takes the general path.
 
 pub mod porep;
+pub mod poseidon;
 pub mod sha256;
 
 use std::collections::HashSet;

@@ -3,8 +3,9 @@
 //!
 //! The functions below follow `StackedCircuit::synthesize` and the per-challenge
 //! `Proof::synthesize` of storage-proofs-porep step for step, calling the same gadgets in the
-//! same order, except where the stock circuit hashes with SHA-256 (the labels and tree D's
-//! Merkle path): there `sha256::sha256_witness` allocates the gadget's variables natively.
+//! same order, except where the stock circuit hashes (SHA-256 for the labels and tree D's
+//! Merkle path, Poseidon for the columns and trees C and R): there `sha256_witness` and
+//! `poseidon_witness` allocate the gadgets' variables natively.
 //! The stock circuit stays what records the matrices and what a fallback synthesizes; this
 //! only ever writes into a `WitnessCs`.
 
@@ -15,18 +16,18 @@ use bellpepper_core::SynthesisError;
 use bellperson::gadgets::{multipack, uint32::UInt32};
 use blstrs::Scalar as Fr;
 use ff::PrimeField;
-use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
+use filecoin_hashers::poseidon::PoseidonHasher;
+use filecoin_hashers::{Hasher, PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::DefaultPieceHasher;
-use generic_array::typenum::{U11, U2};
+use generic_array::typenum::Unsigned;
+use neptune::poseidon::{Arity, PoseidonConstants};
 use serde_json::Value;
-use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
-use storage_proofs_core::gadgets::{
-    constraint, encode::encode, insertion::insert, uint64::UInt64, variables::Root,
-};
+use storage_proofs_core::gadgets::{constraint, encode::encode, insertion::insert, uint64::UInt64};
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked;
 
+use super::poseidon::poseidon_witness;
 use super::sha256::sha256_witness;
 use crate::witness::WitnessCs;
 
@@ -73,6 +74,12 @@ impl Commitments {
         comm_r: Fr,
         proofs: &[VanillaProof<Tree>],
     ) -> anyhow::Result<Self> {
+        // Trees C and R are hashed here with Poseidon, as every Filecoin PoRep's are.
+        ensure!(
+            Tree::Hasher::name() == PoseidonHasher::name(),
+            "{}: trees C and R are not Poseidon trees",
+            Tree::Hasher::name()
+        );
         let first = proofs.first().context("a partition without challenges")?;
         let (comm_r_last, comm_c) = (first.comm_r_last(), first.comm_c());
         ensure!(
@@ -146,7 +153,12 @@ pub fn synthesize<Tree: 'static + MerkleTreeTrait>(
     comm_r.inputize(&mut *cs)?;
     let comm_r_last = AllocatedNum::alloc(&mut *cs, || Ok(c.comm_r_last))?;
     let comm_c = AllocatedNum::alloc(&mut *cs, || Ok(c.comm_c))?;
-    let hash = <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut *cs, &comm_c, &comm_r_last)?;
+    // `PoseidonFunction::hash2_circuit`.
+    let hash = poseidon(
+        cs,
+        &[comm_c.clone(), comm_r_last.clone()],
+        &POSEIDON_CONSTANTS_2,
+    )?;
     constraint::equal(&mut *cs, || "comm_r", &comm_r, &hash);
     for ch in challenges {
         challenge::<Tree>(cs, ch, &comm_d, &comm_c, &comm_r_last, &replica_id_bits)?;
@@ -304,33 +316,71 @@ fn hash_column(
     column: &[AllocatedNum<Fr>],
 ) -> Result<AllocatedNum<Fr>, SynthesisError> {
     match column.len() {
-        2 => {
-            neptune::circuit::poseidon_hash::<_, Fr, U2>(cs, column.to_vec(), &POSEIDON_CONSTANTS_2)
-        }
-        11 => neptune::circuit::poseidon_hash::<_, Fr, U11>(
-            cs,
-            column.to_vec(),
-            &POSEIDON_CONSTANTS_11,
-        ),
+        2 => poseidon(cs, column, &POSEIDON_CONSTANTS_2),
+        11 => poseidon(cs, column, &POSEIDON_CONSTANTS_11),
         // The stock circuit panics here; no PoRep has another layer count.
         _ => Err(SynthesisError::Unsatisfiable),
     }
 }
 
-/// The stock `enforce_inclusion` in tree C or R (Poseidon): the proof crate's own gadget.
+fn poseidon<A: Arity<Fr>>(
+    cs: &mut WitnessCs,
+    preimage: &[AllocatedNum<Fr>],
+    constants: &PoseidonConstants<Fr, A>,
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    let (hash, constraints) = poseidon_witness(&mut *cs, preimage, constants)?;
+    cs.constraints += constraints;
+    Ok(hash)
+}
+
+/// The stock `enforce_inclusion` in tree C or R (Poseidon, `PoRCircuit::synthesize` with its
+/// base, sub- and top-tree levels): per level the index bits and siblings allocated, the
+/// node inserted among them (the stock `insert` gadget), their hash.
 fn inclusion<Tree: 'static + MerkleTreeTrait>(
     cs: &mut WitnessCs,
     path: &Path,
     root: &AllocatedNum<Fr>,
     leaf: &AllocatedNum<Fr>,
 ) -> Result<(), SynthesisError> {
-    let path: AuthPath<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> =
-        path.clone().into();
-    PoRCircuit::<Tree>::synthesize(
-        cs,
-        Root::from_allocated::<WitnessCs>(leaf.clone()),
-        path,
-        Root::from_allocated::<WitnessCs>(root.clone()),
-        true,
-    )
+    // `AuthPath::from` takes the sub- and top-tree levels off the end.
+    let sub = usize::from(Tree::SubTreeArity::to_usize() > 0);
+    let top = usize::from(Tree::TopTreeArity::to_usize() > 0);
+    let base = path
+        .len()
+        .checked_sub(sub + top)
+        .ok_or(SynthesisError::Unsatisfiable)?;
+    let mut cur = leaf.clone();
+    let mut index_bits = Vec::new();
+    for (i, (siblings, index)) in path.iter().enumerate() {
+        cur = if i < base {
+            level::<Tree::Arity>(cs, &cur, siblings, *index, &mut index_bits)?
+        } else if i < base + sub {
+            level::<Tree::SubTreeArity>(cs, &cur, siblings, *index, &mut index_bits)?
+        } else {
+            level::<Tree::TopTreeArity>(cs, &cur, siblings, *index, &mut index_bits)?
+        };
+    }
+    multipack::pack_into_inputs(&mut *cs, &index_bits)?;
+    constraint::equal(&mut *cs, || "root", &cur, root);
+    Ok(())
+}
+
+/// One level of `SubPath::synthesize` in a Poseidon tree of arity `A`.
+fn level<A: PoseidonArity>(
+    cs: &mut WitnessCs,
+    cur: &AllocatedNum<Fr>,
+    siblings: &[Option<Fr>],
+    index: Option<usize>,
+    index_bits: &mut Vec<Boolean>,
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    let bits = (0..A::to_usize().trailing_zeros())
+        .map(|i| AllocatedBit::alloc(&mut *cs, index.map(|x| (x >> i) & 1 == 1)).map(Boolean::from))
+        .collect::<Result<Vec<_>, _>>()?;
+    index_bits.extend_from_slice(&bits);
+    let siblings = siblings
+        .iter()
+        .map(|s| AllocatedNum::alloc(&mut *cs, || s.ok_or(SynthesisError::AssignmentMissing)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let inserted = insert(&mut *cs, cur, &bits, &siblings)?;
+    poseidon(cs, &inserted, A::PARAMETERS())
 }
