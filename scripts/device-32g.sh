@@ -7,6 +7,7 @@
 #
 #   scripts/device-32g.sh all     # sectors + PoRep and WinningPoSt parameters, the witness
 #                                 # (stock vs native), PoRep C2 at J=1 and J=2
+#   scripts/device-32g.sh final   # sets, the witness, PoRep at J=2 with WinningPoSt probes
 #   scripts/device-32g.sh j2      # PoRep C2 at J=2 (after `all`, on the same warm machine)
 #   scripts/device-32g.sh j3      # PoRep C2 at J=3
 #   scripts/device-32g.sh winning # PoRep sector and parameters (if missing), WinningPoSt's;
@@ -14,7 +15,7 @@
 #   scripts/device-32g.sh window  # the PoRep set removed (disk), WindowPoSt: a full
 #                                 # partition of 2,349 virtual sectors, parameters, one proof
 set -uo pipefail
-phase=${1:?phase: all | j2 | j3 | winning | window}
+phase=${1:?phase: all | final | j2 | j3 | winning | window}
 OUT=${OUT:-./device-logs}
 mkdir -p "$OUT"
 W=/root/cuzk-work
@@ -76,6 +77,22 @@ all)
     cat "$OUT/witness.log"
     bench porep_j1 180 -c 1 -j 1 --warmup 0
     bench porep_j2 200 -c 4 -j 2 --warmup 0
+    ;;
+final)
+    # One call on a fresh machine: sets, the witness paths, then PoRep at J=2 continuously
+    # with WinningPoSt probes arriving during it (proofs/h and probe latency from TIMELINE).
+    step gen_vanilla 120 "$B/cuzk-client" gen-vanilla porep --sector-size 32GiB --out "$W/vec32" ||
+        { cat "$OUT/gen_vanilla.log"; exit 1; }
+    step gen_winning 60 "$B/cuzk-client" gen-vanilla winning --sector-size 32GiB --out "$W/vec32"
+    step params 420 /usr/bin/time -v "$B/cuzk-client" params generate --sector-size 32GiB \
+        --kinds porep,winning --dir "$P" || { tail -30 "$OUT/params.log"; exit 1; }
+    grep -h -E "generated|Maximum resident|Elapsed" "$OUT/params.log"
+    step witness 120 "$B/witness_compare" --sector-size 32GiB --partitions 1 --runs 2
+    cat "$OUT/witness.log"
+    step probe 300 "$B/cuzk-client" bench --spawn --load porep:2 --probe winning:12 \
+        --probe-gap-ms 10000 --manifest-dir "$W/vec32" --log "$OUT/probe-daemon.log" \
+        --daemon-arg=--backend=cuda --daemon-arg=--param-dir="$P"
+    tail -14 "$OUT/probe.log"
     ;;
 j2)
     bench porep_j2 560 -c 3 -j 2 --warmup 0
