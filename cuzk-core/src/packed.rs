@@ -177,7 +177,7 @@ impl PackedScalars {
     /// Appends `src`'s elements from `skip` on, a word at a time where `src` allows.
     pub fn extend_from(&mut self, src: &PackedScalars, skip: usize) {
         let mut i = skip.min(src.len);
-        while i < src.len && i % 64 != 0 {
+        while i < src.len && !i.is_multiple_of(64) {
             self.push(&src.get(i));
             i += 1;
         }

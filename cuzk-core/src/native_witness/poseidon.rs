@@ -22,6 +22,7 @@
 //!   lanes, so every later S-box input is a `Num` and is allocated.
 //!   (The partial-round S-box output is `Allocated`, but the sparse MDS that
 //!   immediately follows turns it back into a `Num`.)
+//!
 //! So no dynamic tracking is needed; the schedule below is exact.
 //!
 //! Per S-box (each allocation is paired with exactly one `enforce`):
@@ -30,6 +31,7 @@
 //! * other rounds (`quintic_s_box`):
 //!   `x` (ensure_allocated), `x^2`, `x^4`, `x^4 * x (+ post)` -> 4 aux
 //!   (the terminal full round has no post key).
+//!
 //! Finally `elements[1]` (a `Num`) is allocated as the hash: 1 aux.
 //!
 //! Round constants (`compressed_round_constants`) are consumed as: first round

@@ -453,7 +453,7 @@ impl<CS: ConstraintSystem<Scalar>> Synth<'_, CS> {
         let h4 = self.addmany(&e_ops, out.as_deref_mut())?;
         let h5 = self.addmany(&[cur[5], f], out.as_deref_mut())?;
         let h6 = self.addmany(&[cur[6], g], out.as_deref_mut())?;
-        let h7 = self.addmany(&[cur[7], h], out.as_deref_mut())?;
+        let h7 = self.addmany(&[cur[7], h], out)?;
         self.multieq_drop();
         Ok([h0, h1, h2, h3, h4, h5, h6, h7])
     }
@@ -511,7 +511,7 @@ pub fn sha256_witness<CS: ConstraintSystem<Scalar>>(
     mut cs: CS,
     input: &[Boolean],
 ) -> Result<(Vec<Boolean>, usize), SynthesisError> {
-    assert!(input.len() % 8 == 0);
+    assert!(input.len().is_multiple_of(8));
     let words = pad(input)?;
     let nblocks = words.len() / 16;
     let mut s = Synth {
