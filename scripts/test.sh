@@ -15,6 +15,8 @@ jobs="${CARGO_BUILD_JOBS:-2}"
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 cargo fmt --all -- --check
+# Lints as a maintainer reads them: every crate and target, warnings are errors.
+cargo clippy --workspace --all-targets -j"$jobs" -- -D warnings
 # The field arithmetic of the kernels, compiled for the host (no GPU): the integer Fp products
 # and the FP64 one against CIOS, and the batch-affine bucket accumulation against XYZZ sums
 # (kernels/bench/*_host_check.cpp), exact or a failure.
