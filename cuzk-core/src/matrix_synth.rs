@@ -260,7 +260,7 @@ where
     E: From<SynthesisError> + Send,
 {
     let m = match cache.get(key) {
-        Some(m) if parts > 1 => m,
+        Some(m) if parts > 0 => m,
         _ => return synthesize_cached(cache, key, build),
     };
     LAST.with(|l| l.set(None));
@@ -297,8 +297,11 @@ where
 pub type PieceResult<E> = Result<Result<WitnessCs, SynthesisError>, E>;
 
 /// One witness from pieces that each repeat the prefix; see `synthesize_split`.
-fn join_pieces(m: &Matrices, pieces: Vec<WitnessCs>) -> Result<WitnessCs, String> {
+fn join_pieces(m: &Matrices, mut pieces: Vec<WitnessCs>) -> Result<WitnessCs, String> {
     let k = pieces.len();
+    if k == 1 {
+        return Ok(pieces.remove(0));
+    }
     // Input 0 (the constant one) is in every piece; the circuit's own inputs and the prefix
     // are what the pieces repeat.
     let sum = |f: &dyn Fn(&WitnessCs) -> usize| pieces.iter().map(f).sum::<usize>();
@@ -484,7 +487,14 @@ mod tests {
             |j, cs| Ok(synthesize_witness(part(j, 3), cs)),
         );
         assert_eq!(full.first_difference(&recorded.unwrap()), None);
-        for (parts, defer_abc) in [(2, false), (3, false), (7, false), (2, true), (7, true)] {
+        for (parts, defer_abc) in [
+            (1, false),
+            (2, false),
+            (3, false),
+            (7, false),
+            (1, true),
+            (7, true),
+        ] {
             let before = cache.fallbacks();
             let options = SynthesisOptions {
                 path: None,

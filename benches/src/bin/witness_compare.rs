@@ -4,7 +4,8 @@
 //! threads as the daemon's synthesis splits them, wall time and core-seconds of each path,
 //! the assignment's size, and the two assignments compared (any difference exits non-zero).
 //!
-//! usage: witness_compare [--kind porep] [--sector-size 32GiB] [--partitions 1] [--runs 2]
+//! usage: witness_compare [--kind porep|winning|window] [--sector-size 32GiB] [--partitions 1]
+//!                        [--runs 2]
 //!
 //! No parameters or matrices are needed: this is the witness alone, the part of synthesis
 //! that the recorded matrices leave.
@@ -21,7 +22,7 @@ use rayon::prelude::*;
 
 #[derive(Parser)]
 struct Args {
-    /// Kind (those with a native witness: porep).
+    /// Kind (those with a native witness: porep, winning, window).
     #[arg(long, default_value = "porep")]
     kind: String,
     #[arg(long, default_value = "32GiB")]
@@ -79,7 +80,9 @@ fn main() {
     let args = Args::parse();
     let kind: ProofKind = match args.kind.as_str() {
         "porep" => ProofKind::PorepSealCommit,
-        other => panic!("{other}: no native witness (porep only)"),
+        "winning" => ProofKind::WinningPost,
+        "window" => ProofKind::WindowPostPartition,
+        other => panic!("{other}: no native witness (porep, winning, window)"),
     };
     let size = parse_sector_size(&args.sector_size)
         .unwrap_or_else(|| panic!("sector size {:?}", args.sector_size));

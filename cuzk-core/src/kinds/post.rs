@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use bellpepper_core::SynthesisError;
 use blstrs::Scalar;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{as_safe_commitment, FallbackPoStSectorProof, PoStConfig};
@@ -19,10 +20,11 @@ use super::params::{self, ParamSet};
 use super::prover_id::prover_id;
 use super::registered::post_proof;
 use super::request::{bincode_from, field_element, KindRequest};
-use super::{synthesize_guarded, ProofTask};
+use super::{synthesize_guarded, synthesize_guarded_split, ProofTask, WitnessPaths};
 use crate::job::{Error, ProofKind, Result};
 use crate::srs::{SrsCache, SrsEntry};
 use crate::synth::Synthesized;
+use crate::witness::{synthesize_witness, WitnessCs};
 
 pub(super) type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 pub(super) type PartitionProof<Tree> = fallback::Proof<<Tree as MerkleTreeTrait>::Proof>;
@@ -173,6 +175,21 @@ impl<Tree: 'static + MerkleTreeTrait> PostTask<Tree> {
         )
     }
 
+    /// The witness of sectors `run` of `circuit` (this task's), computed natively.
+    fn native_witness(
+        &self,
+        circuit: &FallbackPoStCircuit<Tree>,
+        run: std::ops::Range<usize>,
+        mut cs: WitnessCs,
+    ) -> std::result::Result<WitnessCs, SynthesisError> {
+        let paths: Vec<_> = self.partition.sectors[run.clone()]
+            .iter()
+            .map(|s| s.as_options())
+            .collect();
+        crate::native_witness::post::synthesize(&mut cs, &circuit.sectors[run], &paths)?;
+        Ok(cs)
+    }
+
     /// Verify with the stock verifying key and public-input code, for a partition the
     /// top-level stock verifier cannot take alone (a WindowPoSt partition after the first).
     pub(super) fn verify_partition_with_vk(&self, proof: &[u8]) -> Result<()> {
@@ -217,7 +234,31 @@ impl<Tree: 'static + MerkleTreeTrait> ProofTask for PostTask<Tree> {
                 self.kind
             )));
         }
-        synthesize_guarded(self.kind, index, &self.params.identifier, || self.circuit())
+        let shape = &self.params.identifier;
+        let sectors = self.partition.sectors.len();
+        // The sectors are independent sections: split over the threads, each part's witness
+        // computed natively (`native_witness::post`; WinningPoSt's one sector in one part).
+        let parts = sectors.min(rayon::current_num_threads());
+        if parts == 0 || !crate::native_witness::use_for(shape) {
+            return synthesize_guarded(self.kind, index, shape, || self.circuit());
+        }
+        let built = self.circuit();
+        synthesize_guarded_split(
+            self.kind,
+            index,
+            shape,
+            || self.circuit(),
+            parts,
+            |j, cs| {
+                let circuit = built.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+                let run = j * sectors / parts..(j + 1) * sectors / parts;
+                Ok(self.native_witness(circuit, run, cs))
+            },
+        )
+    }
+
+    fn witness_paths(&self) -> Option<&dyn super::WitnessPaths> {
+        Some(self)
     }
 
     fn record_matrices(&self, _index: usize) -> Result<crate::matrices::Matrices> {
@@ -285,5 +326,71 @@ impl<Tree: 'static + MerkleTreeTrait> ProofTask for PostTask<Tree> {
             Ok(false) => Err(Error::Verification(format!("{name} rejected the proof"))),
             Err(e) => Err(Error::Verification(format!("{name}: {e:#}"))),
         }
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> WitnessPaths for PostTask<Tree> {
+    fn sections(&self, _index: usize) -> usize {
+        self.partition.sectors.len()
+    }
+
+    fn witness(
+        &self,
+        index: usize,
+        run: std::ops::Range<usize>,
+        native: bool,
+        cs: WitnessCs,
+    ) -> Result<WitnessCs> {
+        let failed = |e: String| Error::Verification(format!("{} witness: {e}", self.kind));
+        let circuit = self.circuit().map_err(|e| failed(format!("{e:#}")))?;
+        if index != 0 || run.end > circuit.sectors.len() {
+            return Err(Error::Internal(format!("{} sectors {run:?}", self.kind)));
+        }
+        let w = if native {
+            self.native_witness(&circuit, run, cs)
+        } else {
+            let part = FallbackPoStCircuit {
+                prover_id: circuit.prover_id,
+                sectors: circuit.sectors[run].to_vec(),
+            };
+            synthesize_witness(part, cs)
+        };
+        w.map_err(|e| failed(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinds::{build_task, registered, virtual_sector};
+
+    /// The native witness of a virtual sector's partition (its first `sectors` sectors)
+    /// equals the stock circuit's in every input, aux value and the constraint count.
+    fn native_equals_stock(kind: ProofKind, size: u64, sectors: Option<usize>) {
+        let req = virtual_sector::request(kind, size).unwrap();
+        let task = build_task(&req).unwrap();
+        let paths = task.witness_paths().unwrap();
+        let run = 0..sectors.unwrap_or(paths.sections(0));
+        let stock = paths.witness(0, run.clone(), false, WitnessCs::with_one());
+        let native = paths.witness(0, run, true, WitnessCs::with_one());
+        let (stock, native) = (stock.unwrap(), native.unwrap());
+        assert_eq!(native.input, stock.input, "{kind}: inputs");
+        assert_eq!(native.aux.len(), stock.aux.len(), "{kind}");
+        let first = native.aux.iter().zip(&stock.aux).position(|(a, b)| a != b);
+        assert_eq!(first, None, "{kind}: first aux that differs");
+        assert_eq!(native.constraints, stock.constraints, "{kind}");
+    }
+
+    #[test]
+    fn native_witness_equals_the_stock_circuits() {
+        let (small, large) = (
+            registered::SECTOR_SIZE_2_KIB,
+            registered::SECTOR_SIZE_32_GIB,
+        );
+        native_equals_stock(ProofKind::WindowPostPartition, small, None);
+        native_equals_stock(ProofKind::WinningPost, small, None);
+        // 32 GiB: WinningPoSt's sector (66 openings) and 3 of WindowPoSt's 2,349.
+        native_equals_stock(ProofKind::WinningPost, large, None);
+        native_equals_stock(ProofKind::WindowPostPartition, large, Some(3));
     }
 }

@@ -16,6 +16,7 @@
 
 pub mod porep;
 pub mod poseidon;
+pub mod post;
 pub mod sha256;
 
 use std::collections::HashSet;

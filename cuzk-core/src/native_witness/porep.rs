@@ -32,7 +32,7 @@ use super::sha256::sha256_witness;
 use crate::witness::WitnessCs;
 
 /// A Merkle path as the circuits take it: per level, the siblings and the index there.
-type Path = Vec<(Vec<Option<Fr>>, Option<usize>)>;
+pub(super) type Path = Vec<(Vec<Option<Fr>>, Option<usize>)>;
 type TreeProof<Tree> = MerkleProof<
     <Tree as MerkleTreeTrait>::Hasher,
     <Tree as MerkleTreeTrait>::Arity,
@@ -323,7 +323,7 @@ fn hash_column(
     }
 }
 
-fn poseidon<A: Arity<Fr>>(
+pub(super) fn poseidon<A: Arity<Fr>>(
     cs: &mut WitnessCs,
     preimage: &[AllocatedNum<Fr>],
     constants: &PoseidonConstants<Fr, A>,
@@ -336,7 +336,7 @@ fn poseidon<A: Arity<Fr>>(
 /// The stock `enforce_inclusion` in tree C or R (Poseidon, `PoRCircuit::synthesize` with its
 /// base, sub- and top-tree levels): per level the index bits and siblings allocated, the
 /// node inserted among them (the stock `insert` gadget), their hash.
-fn inclusion<Tree: 'static + MerkleTreeTrait>(
+pub(super) fn inclusion<Tree: 'static + MerkleTreeTrait>(
     cs: &mut WitnessCs,
     path: &Path,
     root: &AllocatedNum<Fr>,
