@@ -198,16 +198,32 @@ fn a_deferred_witness_that_fails_its_matrices_is_refused() {
     let task = task(kind);
     let entry = task.params(srs()).unwrap();
     let _ = synthesize(task.as_ref(), 0, SynthesisPath::Matrices);
-    let mut bad = synthesize_deferred(task.as_ref(), 0);
-    let key = bad.deferred.as_ref().expect("deferred").key.clone();
-    for v in bad.aux.iter_mut().step_by(5) {
-        *v += Scalar::ONE;
-    }
-    match prove_on_device(&CpuBackend, &entry.params, &entry.id, bad) {
+    let broken = || {
+        let mut bad = synthesize_deferred(task.as_ref(), 0);
+        // Written packed for the device: broken in its plain form.
+        if let Some(p) = bad.packed_aux.take() {
+            bad.aux = p.unpack();
+        }
+        for v in bad.aux.iter_mut().step_by(5) {
+            *v += Scalar::ONE;
+        }
+        bad
+    };
+    let refused = |bad| match prove_on_device(&CpuBackend, &entry.params, &entry.id, bad) {
         Err(ProveError::Backend(BackendError::Unsatisfied { rows, .. })) => assert!(rows > 0),
         Err(e) => panic!("{kind}: wrong error: {e}"),
         Ok(_) => panic!("{kind}: a broken witness was proven"),
-    }
+    };
+    let bad = broken();
+    let key = bad.deferred.as_ref().expect("deferred").key.clone();
+    // The native witness is blamed first: the shape takes the general path, the matrices stay.
+    refused(bad);
+    assert!(
+        matrix_cache().get(&key).is_some(),
+        "the matrices were evicted first"
+    );
+    // A general witness failing them too: they go.
+    refused(broken());
     assert!(matrix_cache().get(&key).is_none(), "the matrices were kept");
     // The next synthesis of the shape records again, and is right.
     let again = synthesize(task.as_ref(), 0, SynthesisPath::Matrices);
