@@ -95,6 +95,25 @@ pub trait ProofTask: Send + Sync {
     }
 }
 
+/// Tests: the native witness of sections `run` of partition `index` equals the stock
+/// circuit's in every input, aux value and the constraint count.
+#[cfg(test)]
+pub(crate) fn assert_witness_paths_agree(
+    paths: &dyn WitnessPaths,
+    index: usize,
+    run: std::ops::Range<usize>,
+    what: &str,
+) {
+    let stock = paths.witness(index, run.clone(), false, WitnessCs::with_one());
+    let native = paths.witness(index, run, true, WitnessCs::with_one());
+    let (stock, native) = (stock.unwrap(), native.unwrap());
+    assert_eq!(native.input, stock.input, "{what}: inputs");
+    assert_eq!(native.aux.len(), stock.aux.len(), "{what}");
+    let first = native.aux.iter().zip(&stock.aux).position(|(a, b)| a != b);
+    assert_eq!(first, None, "{what}: first aux that differs");
+    assert_eq!(native.constraints, stock.constraints, "{what}");
+}
+
 /// A partition's witness is its prefix (the commitments) and independent sections (the
 /// challenges); synthesis splits it into runs of sections over the worker threads.
 pub trait WitnessPaths: Sync {

@@ -434,7 +434,7 @@ impl<Tree: 'static + MerkleTreeTrait> super::WitnessPaths for PorepTask<Tree> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::{registered, virtual_sector, WitnessPaths};
+    use crate::kinds::{assert_witness_paths_agree, registered, virtual_sector, WitnessPaths};
 
     /// The native witness of `challenges` challenges of partition 0 of a virtual sector, and
     /// of its whole partitions where `challenges` is None, equals the stock circuit's in
@@ -450,14 +450,7 @@ mod tests {
         };
         for index in 0..partitions {
             let run = 0..challenges.unwrap_or(t.sections(index));
-            let stock = t.witness(index, run.clone(), false, WitnessCs::with_one());
-            let native = t.witness(index, run, true, WitnessCs::with_one());
-            let (stock, native) = (stock.unwrap(), native.unwrap());
-            assert_eq!(native.input, stock.input, "partition {index}: inputs");
-            assert_eq!(native.aux.len(), stock.aux.len(), "partition {index}");
-            let first = native.aux.iter().zip(&stock.aux).position(|(a, b)| a != b);
-            assert_eq!(first, None, "partition {index}: first aux that differs");
-            assert_eq!(native.constraints, stock.constraints, "partition {index}");
+            assert_witness_paths_agree(&t, index, run, &format!("partition {index}"));
         }
     }
 

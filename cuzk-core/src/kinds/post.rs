@@ -362,7 +362,7 @@ impl<Tree: 'static + MerkleTreeTrait> WitnessPaths for PostTask<Tree> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::{build_task, registered, virtual_sector};
+    use crate::kinds::{assert_witness_paths_agree, build_task, registered, virtual_sector};
 
     /// The native witness of a virtual sector's partition (its first `sectors` sectors)
     /// equals the stock circuit's in every input, aux value and the constraint count.
@@ -371,14 +371,7 @@ mod tests {
         let task = build_task(&req).unwrap();
         let paths = task.witness_paths().unwrap();
         let run = 0..sectors.unwrap_or(paths.sections(0));
-        let stock = paths.witness(0, run.clone(), false, WitnessCs::with_one());
-        let native = paths.witness(0, run, true, WitnessCs::with_one());
-        let (stock, native) = (stock.unwrap(), native.unwrap());
-        assert_eq!(native.input, stock.input, "{kind}: inputs");
-        assert_eq!(native.aux.len(), stock.aux.len(), "{kind}");
-        let first = native.aux.iter().zip(&stock.aux).position(|(a, b)| a != b);
-        assert_eq!(first, None, "{kind}: first aux that differs");
-        assert_eq!(native.constraints, stock.constraints, "{kind}");
+        assert_witness_paths_agree(paths, 0, run, &kind.to_string());
     }
 
     #[test]
